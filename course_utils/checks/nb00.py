@@ -1,0 +1,184 @@
+"""Exercises of notebook 00 (welcome): how checkers work, and Python control flow in forward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+
+def _randn(seed: int, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# --- 00.double ---------------------------------------------------------------------------
+
+def double_reference(x: torch.Tensor) -> torch.Tensor:
+    return 2 * x
+
+
+def _double_inplace(x: torch.Tensor) -> torch.Tensor:
+    x.mul_(2)
+    return x
+
+
+def _double_number(x: torch.Tensor) -> Any:
+    return (2 * x).tolist()
+
+
+def _double_cases():
+    return [lambda s=s, shape=shape: ((_randn(s, *shape),), {})
+            for s, shape in [(1, (3,)), (2, (2, 4)), (3, (5,))]]
+
+
+def _double_verify(out, ref, args, kwargs):
+    (x,) = args
+    if isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
+        return "your function changed its input in place and returned it; expected a new tensor"
+    return compare_tensors(out, ref)
+
+
+register(Exercise(
+    "00.double",
+    "double(x) returns a NEW tensor equal to 2 * x and leaves x unchanged.",
+    double_reference,
+    _double_cases(),
+    _double_verify,
+    [
+        Mistake("modifies the input in place",
+                "x.mul_(2) or x *= 2 overwrites the caller's tensor; write `return 2 * x` instead.",
+                _double_inplace),
+        Mistake("returns a Python list/number",
+                "keep the result a tensor: no .tolist() or .item() at the end.",
+                _double_number,
+                detect=lambda out, a, k: not isinstance(out, torch.Tensor)),
+    ],
+))
+
+
+# --- 00.shrink_until_small -----------------------------------------------------------------
+
+def shrink_until_small_reference(x: torch.Tensor, layer: nn.Module, max_steps: int = 10
+                                 ) -> tuple[torch.Tensor, int]:
+    steps = 0
+    while x.norm() > 1.0 and steps < max_steps:
+        x = layer(x)
+        steps += 1
+    return x, steps
+
+
+def _shrink_fixed(x, layer, max_steps=10):
+    for _ in range(max_steps):
+        x = layer(x)
+    return x, max_steps
+
+
+def _shrink_do_while(x, layer, max_steps=10):
+    steps = 0
+    while True:
+        x = layer(x)
+        steps += 1
+        if x.norm() <= 1.0 or steps >= max_steps:
+            return x, steps
+
+
+class _Halve(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 0.5 * x
+
+
+def _shrink_cases():
+    return [lambda scale=scale, steps=steps: ((scale * torch.ones(4), _Halve()), {"max_steps": steps})
+            for scale, steps in [(3.0, 10), (0.2, 10), (100.0, 3), (40.0, 10)]]
+
+
+def _shrink_verify(out, ref, args, kwargs):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        return f"expected a tuple (output, steps), found {describe(out)}"
+    y, steps = out
+    if not isinstance(steps, int):
+        return f"expected steps to be a Python int, found {describe(steps)}"
+    if steps != ref[1]:
+        return f"expected {ref[1]} layer applications for input norm {args[0].norm():.2f}, found {steps}"
+    return compare_tensors(y, ref[0], name="output")
+
+
+register(Exercise(
+    "00.shrink_until_small",
+    "shrink_until_small(x, layer, max_steps) applies `layer` while x.norm() > 1 "
+    "(at most max_steps times) and returns (x, number_of_applications).",
+    shrink_until_small_reference,
+    _shrink_cases(),
+    _shrink_verify,
+    [
+        Mistake("fixed number of steps",
+                "the depth must depend on the input: test x.norm() > 1 in a `while` loop.",
+                _shrink_fixed),
+        Mistake("applies the layer before testing the condition",
+                "an input that is already small must pass through unchanged (0 steps): "
+                "check the condition first, then apply the layer.",
+                _shrink_do_while),
+    ],
+))
+
+
+# --- 00.layer_shapes -------------------------------------------------------------------------
+
+def layer_shapes_reference(model: nn.Sequential, x: torch.Tensor) -> list[tuple[int, ...]]:
+    shapes = []
+    for layer in model:
+        x = layer(x)
+        shapes.append(tuple(x.shape))
+    return shapes
+
+
+def _shapes_inputs(model, x):
+    shapes = []
+    for layer in model:
+        shapes.append(tuple(x.shape))
+        x = layer(x)
+    return shapes
+
+
+def _shapes_final_only(model, x):
+    return [tuple(model(x).shape)]
+
+
+def _shapes_cases():
+    def make(seed, batch):
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3), nn.Flatten(0))
+        return (model, _randn(seed, batch, 6)), {}
+    return [lambda: make(0, 2), lambda: make(1, 7)]
+
+
+def _shapes_verify(out, ref, args, kwargs):
+    if isinstance(out, torch.Size):
+        out = [out]
+    if not isinstance(out, list):
+        return f"expected a list of shapes (one per layer), found {describe(out)}"
+    out = [tuple(s) if isinstance(s, (torch.Size, tuple, list)) else s for s in out]
+    if out != ref:
+        return f"expected {ref}, found {out}"
+    return None
+
+
+register(Exercise(
+    "00.layer_shapes",
+    "layer_shapes(model, x) runs x through an nn.Sequential layer by layer and returns the "
+    "list of output shapes (as tuples), one per layer.",
+    layer_shapes_reference,
+    _shapes_cases(),
+    _shapes_verify,
+    [
+        Mistake("records input shapes instead of output shapes",
+                "append the shape AFTER `x = layer(x)`, so each entry is what that layer produced.",
+                _shapes_inputs),
+        Mistake("only the final shape",
+                "loop over the layers (`for layer in model:`) instead of calling model(x) once.",
+                _shapes_final_only),
+    ],
+))

@@ -1,0 +1,237 @@
+"""Exercises of notebook 01 (tensors): copies vs shared memory, moving batches, flattening."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+# --- 01.independent_copy -------------------------------------------------------------------
+
+
+def independent_copy_reference(arr: np.ndarray) -> torch.Tensor:
+    return torch.tensor(arr)
+
+
+def _copy_shared(arr):
+    return torch.from_numpy(arr)
+
+
+def _copy_float32(arr):
+    return torch.tensor(arr, dtype=torch.float32)
+
+
+def _copy_cases():
+    def make(seed, dtype, shape):
+        rng = np.random.default_rng(seed)
+        return (rng.normal(size=shape).astype(dtype) if dtype != np.int64
+                else rng.integers(0, 10, size=shape).astype(dtype),), {}
+    return [lambda: make(0, np.float64, (3,)), lambda: make(1, np.int64, (2, 3)),
+            lambda: make(2, np.float32, (4, 2))]
+
+
+def _copy_verify(out, ref, args, kwargs):
+    (arr,) = args
+    if not isinstance(out, torch.Tensor):
+        return f"expected a torch.Tensor, found {describe(out)}"
+    if out.dtype != ref.dtype:
+        return f"expected dtype {ref.dtype} (the array's dtype is {arr.dtype}), found {out.dtype}"
+    problem = compare_tensors(out, ref)
+    if problem:
+        return problem
+    before = out.clone()
+    arr += 1  # the test owns this fresh array: change it and see if the tensor follows
+    if not torch.equal(out, before):
+        return "your tensor changed when the NumPy array was modified: it shares memory with it"
+    return None
+
+
+register(Exercise(
+    "01.independent_copy",
+    "independent_copy(arr) returns a tensor with the same values and dtype as the NumPy array "
+    "that does NOT share memory with it.",
+    independent_copy_reference,
+    _copy_cases(),
+    _copy_verify,
+    [
+        Mistake("returns torch.from_numpy (shares memory)",
+                "torch.from_numpy wraps the array's memory; use torch.tensor(arr) or "
+                "torch.from_numpy(arr).clone() to get your own copy.",
+                _copy_shared),
+        Mistake("wrong dtype",
+                "keep the array's dtype: float64 stays float64 and int64 labels stay int64; "
+                "do not force dtype=torch.float32 here.",
+                _copy_float32,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor)
+                and out.dtype != torch.from_numpy(a[0]).dtype),
+    ],
+))
+
+
+# --- 01.to_device --------------------------------------------------------------------------
+
+
+def to_device_reference(batch: Any, device: torch.device | str) -> Any:
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {key: to_device_reference(value, device) for key, value in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device_reference(value, device) for value in batch)
+    return batch
+
+
+def _to_device_top_level(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+    return type(batch)(v.to(device) if isinstance(v, torch.Tensor) else v for v in batch)
+
+
+def _to_device_tensorify(batch, device):
+    if isinstance(batch, dict):
+        return {k: _to_device_tensorify(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_tensorify(v, device) for v in batch)
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, (int, float)):
+        return torch.tensor(batch, device=device)
+    return batch
+
+
+def _non_tensor_changed(out: Any, args: tuple, kwargs: dict) -> bool:
+    problem = _same_structure(out, to_device_reference(args[0], args[1]))
+    return problem is not None and ("unchanged" in problem or "kept as is" in problem)
+
+
+def _tensor_leaves_on(value: Any, device: torch.device, path: str = "batch") -> str | None:
+    if isinstance(value, torch.Tensor):
+        return None if value.device == device else f"{path} is still on {value.device}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = _tensor_leaves_on(item, device, f"{path}[{key!r}]")
+            if problem:
+                return problem
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = _tensor_leaves_on(item, device, f"{path}[{index}]")
+            if problem:
+                return problem
+    return None
+
+
+def _same_structure(out: Any, ref: Any, path: str = "batch") -> str | None:
+    if isinstance(ref, torch.Tensor):
+        if not isinstance(out, torch.Tensor):
+            return f"{path}: expected a tensor, found {describe(out)}"
+        if out.shape != ref.shape or out.dtype != ref.dtype:
+            return f"{path}: expected {describe(ref)}, found {describe(out)}"
+        return None
+    if type(out) is not type(ref):
+        return f"{path}: expected {describe(ref)} (kept as is), found {describe(out)}"
+    if isinstance(ref, dict):
+        if list(out) != list(ref):
+            return f"{path}: expected keys {list(ref)}, found {list(out)}"
+        for key in ref:
+            problem = _same_structure(out[key], ref[key], f"{path}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(ref, (list, tuple)):
+        if len(out) != len(ref):
+            return f"{path}: expected length {len(ref)}, found {len(out)}"
+        for index, (a, b) in enumerate(zip(out, ref)):
+            problem = _same_structure(a, b, f"{path}[{index}]")
+            if problem:
+                return problem
+        return None
+    return None if out == ref else f"{path}: expected {ref!r} unchanged, found {out!r}"
+
+
+def _to_device_verify(out, ref, args, kwargs):
+    device = torch.device(args[1])
+    return _same_structure(out, ref) or _tensor_leaves_on(out, device)
+
+
+def _to_device_cases():
+    # The "meta" device stands in for a GPU: tensors there have shapes but no data,
+    # so moving to it works on any machine.
+    def tensor():
+        return (torch.arange(6.0).reshape(2, 3), "meta"), {}
+
+    def nested():
+        batch = {"image": torch.zeros(2, 3, 4, 4), "label": torch.tensor([1, 0]),
+                 "meta": {"ids": [torch.tensor([7]), torch.tensor([9])], "name": "batch-0", "size": 2}}
+        return (batch, "meta"), {}
+
+    def pair():
+        return ((torch.ones(3), (torch.zeros(2), torch.ones(1)), "note", 3.5), torch.device("meta")), {}
+
+    return [tensor, nested, pair]
+
+
+register(Exercise(
+    "01.to_device",
+    "to_device(batch, device) returns the same structure (tensor, or nested tuple/list/dict) "
+    "with every tensor moved to `device` and every non-tensor left exactly as it was.",
+    to_device_reference,
+    _to_device_cases(),
+    _to_device_verify,
+    [
+        Mistake("moves only the top level",
+                "a dict or list can contain more dicts/lists: call to_device recursively on "
+                "each item instead of only calling .to() on direct children.",
+                _to_device_top_level),
+        Mistake("returns non-tensors changed",
+                "strings, numbers and other non-tensors must come back untouched: only call "
+                ".to(device) on torch.Tensor values and return anything else as it is.",
+                _to_device_tensorify, detect=_non_tensor_changed),
+    ],
+))
+
+
+# --- 01.flatten_batch ----------------------------------------------------------------------
+
+
+def flatten_batch_reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.flatten(x, start_dim=1)
+
+
+def _flatten_view(x):
+    return x.view(x.size(0), -1)
+
+
+def _flatten_all(x):
+    return x.flatten()
+
+
+def _flatten_cases():
+    def g(seed: int) -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+    return [lambda: ((torch.randn(4, 3, 2, 2, generator=g(5)),), {}),
+            lambda: ((torch.randn(3, 2, 5, generator=g(6)).transpose(1, 2),), {}),
+            lambda: ((torch.randn(2, 6, generator=g(7)).t(),), {})]
+
+
+register(Exercise(
+    "01.flatten_batch",
+    "flatten_batch(x) keeps dim 0 (the batch) and flattens everything else into one dim, "
+    "and works for non-contiguous inputs such as x.transpose(1, 2).",
+    flatten_batch_reference,
+    _flatten_cases(),
+    lambda out, ref, a, k: compare_tensors(out, ref),
+    [
+        Mistake("uses .view on a non-contiguous tensor",
+                "view() needs compatible strides; torch.flatten(x, 1) (or x.reshape(x.size(0), -1)) "
+                "copies when it has to.",
+                _flatten_view, error_match="view size is not compatible"),
+        Mistake("flattens the batch dimension too",
+                "keep dim 0: torch.flatten(x, start_dim=1).",
+                _flatten_all),
+    ],
+))

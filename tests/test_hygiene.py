@@ -1,0 +1,93 @@
+"""Notebook hygiene: structure, exercises, executed outputs, no errors/warnings, offline code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from notebook_files import ALL_NOTEBOOKS, LEARNER, SOLUTIONS, nb_id
+
+REQUIRED_HEADINGS = ["You will learn", "Key points", "Further reading"]
+NETWORK_PATTERNS = [r"https?://", r"urlopen", r"\brequests\.", r"download\s*=\s*True",
+                    r"hf_hub", r"load_state_dict_from_url", r"torch\.hub\."]
+ALLOWED_STDERR_TAG = "stderr-is-the-lesson"
+
+
+def _read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_there_are_notebooks() -> None:
+    assert SOLUTIONS, "solutions/ holds no notebooks"
+    assert [p.name for p in SOLUTIONS] == [p.name for p in LEARNER]
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_structure(path: Path) -> None:
+    nb = _read(path)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), "first cell: '# Title'"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for heading in REQUIRED_HEADINGS:
+        assert re.search(rf"^#+ .*{heading}", markdown, re.M | re.I), f"missing section {heading!r}"
+    assert re.search(r"\d+\s*min", markdown), "state an estimated time (e.g. '25 min')"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+    first_code = _code(nb)[0].source
+    assert "setup(" in first_code, "the first code cell calls course_utils.setup.setup()"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_exercises_are_checked(path: Path) -> None:
+    calls = sum(len(re.findall(r"\bcheck\(\s*['\"]\d\d\.", c.source)) for c in _code(_read(path)))
+    assert calls >= 3, f"{calls} check(...) calls; each notebook has at least 3 checked exercises"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_executed_in_order_without_errors(path: Path) -> None:
+    cells = _code(_read(path))
+    counts = [c.execution_count for c in cells]
+    assert counts == list(range(1, len(cells) + 1)), "re-run top to bottom in a fresh kernel"
+    for index, cell in enumerate(cells):
+        tags = cell.metadata.get("tags", [])
+        for out in cell.outputs:
+            if out.output_type == "error":
+                assert "raises-exception" in tags, f"cell {index}: error output without raises-exception tag"
+            if out.output_type == "stream" and out.name == "stderr":
+                assert ALLOWED_STDERR_TAG in tags, f"cell {index} wrote to stderr: {out.text[:200]!r}"
+        if "raises-exception" in tags:
+            assert any(o.output_type == "error" for o in cell.outputs), f"cell {index}: tagged but no error"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_cell_style(path: Path) -> None:
+    for index, cell in enumerate(_code(_read(path))):
+        lines = [l for l in cell.source.rstrip().splitlines() if l.strip()]
+        if not lines:
+            pytest.fail(f"code cell {index} is empty")
+        last = lines[-1].rstrip()
+        assert not (last.endswith(";") and not last.lstrip().startswith("#")), \
+            f"cell {index} ends in ';': use `_ = ...` or plt.show()"
+        assert "import *" not in cell.source, f"cell {index}: no star imports"
+        assert ".cuda()" not in cell.source, f"cell {index}: use .to(device), never a bare .cuda()"
+        if "NBVAL_IGNORE_OUTPUT" in cell.source:
+            assert re.search(r"\bassert\b|\bcheck\(", cell.source), \
+                f"cell {index} ignores its output, so it must assert its key property"
+        for pattern in NETWORK_PATTERNS:
+            assert not re.search(pattern, cell.source), f"cell {index}: network use ({pattern})"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_no_deprecated_apis(path: Path) -> None:
+    deprecated = [r"torch\.cuda\.amp\.", r"transforms\.ToTensor\(", r"from torchvision import transforms$",
+                  r"torch\.load\([^)]*weights_only\s*=\s*False"]
+    for index, cell in enumerate(_code(_read(path))):
+        for pattern in deprecated:
+            if re.search(pattern, cell.source, re.M) and "deprecated-on-purpose" not in cell.metadata.get("tags", []):
+                pytest.fail(f"cell {index} uses {pattern}; teach the current API (COURSE_DESIGN section 8)")
