@@ -1,0 +1,231 @@
+"""Exercises of notebook 02 (broadcasting pitfalls): per-sample losses, centering, pairwise distances."""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+
+def _randn(seed: int, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _close(out: object, expected: torch.Tensor) -> bool:
+    return (isinstance(out, torch.Tensor) and out.shape == expected.shape
+            and torch.allclose(out.detach().to(expected.dtype), expected, atol=1e-5, rtol=1e-4))
+
+
+def _shape_problem(out: object, expected: tuple[int, ...], meaning: str) -> str | None:
+    if not isinstance(out, torch.Tensor):
+        return f"expected a torch.Tensor of shape {expected}, found {describe(out)}"
+    if tuple(out.shape) != expected:
+        return f"expected shape {expected} ({meaning}), found shape {tuple(out.shape)}"
+    return None
+
+
+# --- 02.per_sample_mse -----------------------------------------------------------------------
+
+def per_sample_mse_reference(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    pred = pred.reshape(pred.shape[0], -1)        # (N,) -> (N, 1); (N, D) unchanged
+    target = target.reshape(target.shape[0], -1)
+    assert pred.shape == target.shape, (pred.shape, target.shape)
+    return ((pred - target) ** 2).mean(dim=1)
+
+
+def _mse_broadcast(pred, target):
+    return (pred - target) ** 2
+
+
+def _mse_everything(pred, target):
+    return ((pred.reshape(-1) - target.reshape(-1)) ** 2).mean()
+
+
+def _mse_sum_features(pred, target):
+    pred, target = pred.reshape(pred.shape[0], -1), target.reshape(target.shape[0], -1)
+    return ((pred - target) ** 2).sum(dim=1)
+
+
+def _broadcast_detect(out, args, kwargs) -> bool:
+    pred, target = args
+    bad = (pred - target) ** 2
+    if bad.dim() < 2 or bad.shape[0] != bad.shape[1] or not isinstance(out, torch.Tensor):
+        return False
+    if out.dim() == 2 and out.shape == bad.shape:
+        return True  # the (N, N) table itself, whatever its values
+    return any(_close(out, candidate) for candidate in (bad.mean(dim=0), bad.mean(dim=1), bad.mean()))
+
+
+def _mse_cases():
+    return [
+        lambda: ((_randn(1, 6, 1), _randn(2, 6)), {}),      # model output (N,1), dataset targets (N,)
+        lambda: ((_randn(3, 5), _randn(4, 5, 1)), {}),
+        lambda: ((_randn(5, 4, 3), _randn(6, 4, 3)), {}),  # 3 outputs per sample: average them
+        lambda: ((_randn(7, 7), _randn(8, 7)), {}),
+    ]
+
+
+def _mse_verify(out, ref, args, kwargs):
+    n = args[0].shape[0]
+    return (_shape_problem(out, (n,), "one loss value per sample")
+            or compare_tensors(out, ref, name="per-sample loss"))
+
+
+register(Exercise(
+    "02.per_sample_mse",
+    "per_sample_mse(pred, target) returns the mean squared error of each sample, shape (N,). "
+    "pred and target have shape (N,), (N, 1) or (N, D): a 1-D tensor is one value per sample, "
+    "so (N,) and (N, 1) describe the same numbers.",
+    per_sample_mse_reference,
+    _mse_cases(),
+    _mse_verify,
+    [
+        Mistake("result broadcast to (N,N)",
+                "pred (N, 1) minus target (N,) broadcasts to an (N, N) table of every prediction "
+                "against every target. Give both the same shape first: pred.reshape(N, -1) and "
+                "target.reshape(N, -1) (or squeeze/unsqueeze), and assert the shapes match.",
+                _mse_broadcast, detect=_broadcast_detect),
+        Mistake("mean over everything",
+                "a plain .mean() averages over the batch too and returns one number; average only "
+                "over the feature dim: .mean(dim=1) on (N, D) tensors.",
+                _mse_everything,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() == 0),
+        Mistake("sums the features instead of averaging them",
+                "mean squared error divides by the number of features D: use .mean(dim=1), not .sum(dim=1).",
+                _mse_sum_features,
+                detect=lambda out, a, k: _close(out, _mse_sum_features(*a)) and not _close(
+                    out, per_sample_mse_reference(*a))),
+    ],
+))
+
+
+# --- 02.center_columns -----------------------------------------------------------------------
+
+def center_columns_reference(x: torch.Tensor) -> torch.Tensor:
+    return x - x.mean(dim=0, keepdim=True)
+
+
+def _center_rows(x):
+    return x - x.mean(dim=1, keepdim=True)
+
+
+def _center_global(x):
+    return x - x.mean()
+
+
+def _center_rows_no_keepdim(x):
+    return x - x.mean(dim=1)
+
+
+def _center_inplace(x):
+    x -= x.mean(dim=0)
+    return x
+
+
+def _center_cases():
+    # A square input first: there the no-keepdim bug runs silently instead of raising.
+    return [lambda: ((_randn(10, 4, 4) * 2 + 1,), {}),
+            lambda: ((_randn(11, 6, 3) + torch.arange(3.0) * 5,), {}),
+            lambda: ((_randn(12, 2, 5) - 3,), {})]
+
+
+def _center_verify(out, ref, args, kwargs):
+    (x,) = args
+    if isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
+        return "your function changed its input in place and returned it; expected a new tensor"
+    return _shape_problem(out, tuple(x.shape), "same shape as x") or compare_tensors(out, ref, name="centered x")
+
+
+register(Exercise(
+    "02.center_columns",
+    "center_columns(x) returns x (shape (N, D): N samples, D features) minus the mean of each "
+    "column, so every column (feature) of the result has mean 0. Do not change x.",
+    center_columns_reference,
+    _center_cases(),
+    _center_verify,
+    [
+        Mistake("changes x in place",
+                "`x -= ...` overwrites the caller's data; return a new tensor: `return x - ...`.",
+                _center_inplace,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.data_ptr() == a[0].data_ptr()),
+        Mistake("subtracts row means",
+                "dim=1 averages across the features of each sample; the column (feature) means "
+                "come from averaging over the samples: x.mean(dim=0, keepdim=True).",
+                _center_rows, detect=lambda out, a, k: _close(out, _center_rows(a[0]))),
+        Mistake("subtracts global mean",
+                "x.mean() is one number for the whole tensor; every column needs its own mean: "
+                "x.mean(dim=0, keepdim=True) has shape (1, D).",
+                _center_global, detect=lambda out, a, k: _close(out, _center_global(a[0]))),
+        Mistake("row means without keepdim (lined up with the wrong axis)",
+                "x.mean(dim=1) has shape (N,), which broadcasting lines up with the LAST dim of x: "
+                "on a square x it runs and subtracts the wrong numbers. You want column means, "
+                "x.mean(dim=0, keepdim=True); keepdim=True keeps reductions lined up.",
+                _center_rows_no_keepdim, error_match="must match the size of tensor",
+                detect=lambda out, a, k: a[0].shape[0] == a[0].shape[1]
+                and _close(out, a[0] - a[0].mean(dim=1))),
+    ],
+))
+
+
+# --- 02.pairwise_sq_dists ----------------------------------------------------------------------
+
+def pairwise_sq_dists_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    diff = a[:, None, :] - b[None, :, :]   # (N, 1, D) - (1, M, D) -> (N, M, D)
+    return (diff ** 2).sum(dim=-1)
+
+
+def _pairs_rowwise(a, b):
+    return ((a - b) ** 2).sum(dim=-1)
+
+
+def _pairs_wrong_sum(a, b):
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(dim=1)
+
+
+def _pairs_transposed(a, b):
+    return ((a[None, :, :] - b[:, None, :]) ** 2).sum(dim=-1)
+
+
+def _pairs_sqrt(a, b):
+    return torch.cdist(a, b)
+
+
+def _pairs_cases():
+    return [lambda: ((_randn(20, 3, 2), _randn(21, 4, 2)), {}),
+            lambda: ((_randn(22, 5, 3), _randn(23, 5, 3)), {}),   # N == M: row-by-row runs silently
+            lambda: ((_randn(24, 1, 4), _randn(25, 6, 4)), {}),
+            lambda: ((_randn(26, 4, 1), _randn(27, 2, 1)), {})]
+
+
+def _pairs_verify(out, ref, args, kwargs):
+    n, m = args[0].shape[0], args[1].shape[0]
+    return (_shape_problem(out, (n, m), "row i, column j: squared distance from a[i] to b[j]")
+            or compare_tensors(out, ref, name="distance table"))
+
+
+register(Exercise(
+    "02.pairwise_sq_dists",
+    "pairwise_sq_dists(a, b) takes a (N, D) and b (M, D) and returns the (N, M) table whose "
+    "entry [i, j] is the squared Euclidean distance between a[i] and b[j]. Use broadcasting "
+    "(no Python loops, no torch.cdist).",
+    pairwise_sq_dists_reference,
+    _pairs_cases(),
+    _pairs_verify,
+    [
+        Mistake("no unsqueeze: compares row i with row i only",
+                "a - b pairs a[i] with b[i] (or fails when N != M). Insert size-1 dims so every "
+                "row meets every row: a[:, None, :] - b[None, :, :] has shape (N, M, D).",
+                _pairs_rowwise, error_match="must match the size of tensor",
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() == 1),
+        Mistake("sums over the wrong dim",
+                "the (N, M, D) difference must be summed over D, the LAST dim: .sum(dim=-1).",
+                _pairs_wrong_sum, detect=lambda out, a, k: _close(out, _pairs_wrong_sum(*a))),
+        Mistake("result transposed (M, N)",
+                "put a's rows first: a[:, None, :] - b[None, :, :] gives rows indexed by a.",
+                _pairs_transposed,
+                detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).T)),
+        Mistake("distances instead of squared distances",
+                "torch.cdist (or a final .sqrt()) returns distances; the task asks for their squares.",
+                _pairs_sqrt, detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).sqrt())),
+    ],
+))

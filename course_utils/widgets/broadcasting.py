@@ -1,0 +1,138 @@
+"""Broadcasting explorer: type two shapes, see the result shape or the rule that fails, drawn.
+
+The explanation comes from :func:`course_utils.viz.shapes.explain_broadcast`; the explorer
+also asks torch itself (with tensors on the ``meta`` device: shapes only, no memory) and
+prints what torch says, so the diagram and the real error message sit side by side.
+
+Example:
+    >>> from course_utils.widgets.broadcasting import broadcast_explorer, torch_says
+    >>> torch_says((64, 1), (64,))
+    'torch: a + b has shape (64, 64)'
+    >>> explorer = broadcast_explorer("6, 4", "6")
+    >>> explorer.explanation.ok
+    False
+    >>> explorer.shape_b.value = "4"
+    >>> explorer.explanation.result
+    (6, 4)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import ipywidgets as w
+
+from course_utils.viz.shapes import BroadcastExplanation, draw_broadcast, explain_broadcast, parse_shape
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.figure import Figure
+
+#: Examples offered in the dropdown: (label, shape a, shape b).
+EXAMPLES: list[tuple[str, str, str]] = [
+    ("batch minus column means", "32, 100", "100"),
+    ("batch minus row means (no keepdim)", "32, 100", "32"),
+    ("batch minus row means (keepdim)", "32, 100", "32, 1"),
+    ("prediction (N,1) vs target (N,)", "64, 1", "64"),
+    ("outer product via None", "5, 1", "1, 3"),
+    ("image batch times per-channel scale", "8, 3, 32, 32", "3, 1, 1"),
+    ("wrong channel scale", "8, 3, 32, 32", "3"),
+]
+
+
+def torch_says(shape_a: str | Sequence[int], shape_b: str | Sequence[int]) -> str:
+    """Run ``a + b`` on the meta device and report the shape or torch's own error message."""
+    import torch
+
+    a = torch.empty(parse_shape(shape_a), device="meta")
+    b = torch.empty(parse_shape(shape_b), device="meta")
+    try:
+        return f"torch: a + b has shape {tuple((a + b).shape)}"
+    except RuntimeError as exc:
+        return f"torch: RuntimeError: {str(exc).splitlines()[0]}"
+
+
+def _report(exp: BroadcastExplanation) -> str:
+    return f"{exp.message}\n{exp.steps()}\n{torch_says(exp.shape_a, exp.shape_b)}"
+
+
+def _static(shape_a: str | Sequence[int], shape_b: str | Sequence[int]) -> "Figure":
+    print(_report(explain_broadcast(shape_a, shape_b)))
+    return draw_broadcast(shape_a, shape_b)
+
+
+def broadcast_explorer(shape_a: str | Sequence[int] = "5, 1, 3", shape_b: str | Sequence[int] = "4, 1",
+                       static: bool = False):
+    """An explorer widget (``static=False``) or the printed explanation + diagram (``static=True``).
+
+    The widget has two text boxes (shapes, e.g. ``32, 1``), a dropdown of examples and an
+    Output showing the explanation, torch's verdict and the diagram; ``explorer.explanation``
+    holds the current :class:`~course_utils.viz.shapes.BroadcastExplanation`.
+    """
+    if static:
+        return _static(shape_a, shape_b)
+    return BroadcastExplorer(shape_a, shape_b)
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (where an Output widget can show things)."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+class BroadcastExplorer(w.VBox):
+    """Controls (two shapes, an example picker) above an Output with text and diagram.
+
+    ``explanation`` (or ``error`` for an unreadable shape) and ``text`` always hold what the
+    Output shows; the drawing happens only inside a kernel.
+    """
+
+    def __init__(self, shape_a: str | Sequence[int] = "5, 1, 3", shape_b: str | Sequence[int] = "4, 1") -> None:
+        def as_text(shape: str | Sequence[int]) -> str:
+            return ", ".join(str(s) for s in parse_shape(shape))
+
+        self.shape_a = w.Text(value=as_text(shape_a), description="shape a", continuous_update=False)
+        self.shape_b = w.Text(value=as_text(shape_b), description="shape b", continuous_update=False)
+        self.example = w.Dropdown(options=[("(pick an example)", None)] + [(label, (a, b)) for label, a, b in EXAMPLES],
+                                  value=None, description="example")
+        self.output = w.Output()
+        self.explanation: BroadcastExplanation | None = None
+        self.error: str | None = None
+        self.text = ""
+        self._picking = False
+        super().__init__([w.HBox([self.shape_a, self.shape_b]), self.example, self.output])
+        self.shape_a.observe(self._refresh, names="value")
+        self.shape_b.observe(self._refresh, names="value")
+        self.example.observe(self._pick, names="value")
+        self._refresh()
+
+    def _pick(self, change=None) -> None:
+        if self.example.value is None:
+            return
+        self._picking = True
+        self.shape_a.value, self.shape_b.value = self.example.value
+        self._picking = False
+        self._refresh()
+
+    def _refresh(self, change=None) -> None:
+        if self._picking:
+            return
+        try:
+            self.explanation, self.error = explain_broadcast(self.shape_a.value, self.shape_b.value), None
+            self.text = _report(self.explanation)
+        except ValueError as exc:
+            self.explanation, self.error = None, str(exc)
+            self.text = self.error
+        if not in_kernel():
+            return
+        import matplotlib.pyplot as plt
+        from IPython.display import clear_output, display
+
+        with self.output:
+            clear_output(wait=True)
+            print(self.text)
+            if self.explanation is None:
+                return
+            fig = draw_broadcast(self.explanation.shape_a, self.explanation.shape_b)
+            display(fig)
+            plt.close(fig)
