@@ -160,7 +160,7 @@ def execute(path: Path, timeout: int = 600) -> None:
     os.environ.update(kernel_env())
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}},
-                            record_timing=False, store_widget_state=False)
+                            record_timing=False, store_widget_state=True)
     client.execute()
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}

@@ -54,8 +54,9 @@ def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, An
         import platform
         import torchvision
 
-        print(f"Python {platform.python_version()} | torch {torch.__version__} | "
-              f"torchvision {torchvision.__version__} | numpy {np.__version__}")
+        # Versions without the build suffix (+cpu, +cu130): the same course runs on either build.
+        print(f"Python {platform.python_version()} | torch {torch.__version__.split('+')[0]} | "
+              f"torchvision {torchvision.__version__.split('+')[0]} | numpy {np.__version__}")
         print(f"device: {device} | threads: {info['threads']} | seed: {seed}")
     return info
 
