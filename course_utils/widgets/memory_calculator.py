@@ -1,0 +1,111 @@
+"""Memory calculator for notebook 07: parameters, batch size, precision and optimizer -> breakdown.
+
+The model of memory is the one the notebook measures:
+
+* parameters and gradients: one copy each, at the weights' dtype;
+* optimizer state: 0 (SGD), 1 (momentum) or 2 (Adam/AdamW) more copies (Adam's 4-byte
+  ``step`` counters are left out: a few bytes per tensor);
+* activations: ``batch_size x activation_bytes_per_sample`` (measured in float32), halved when
+  the forward runs in 16 bits; under autocast the 16-bit copies of the weights that autograd
+  saves (2 bytes per parameter) are added, as the notebook's measurement shows.
+
+Example:
+    >>> from course_utils.widgets.memory_calculator import calculator_breakdown, memory_calculator
+    >>> b = calculator_breakdown(1000, 8, "float32", "adam", activation_bytes_per_sample=100)
+    >>> b.as_dict()
+    {'params': 4000, 'grads': 4000, 'optimizer_state': 8000, 'activations': 800}
+    >>> calculator_breakdown(1000, 8, "amp", "sgd", 100).activations   # 8*100/2 + 2*1000
+    2400
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the Output prints
+    ...     box = memory_calculator(100)
+    >>> type(box).__name__
+    'VBox'
+"""
+
+from __future__ import annotations
+
+from course_utils.memory import STATE_COPIES, MemoryBreakdown, format_bytes
+
+#: key -> (label, bytes per weight element, activation factor, 16-bit weight copies saved?)
+PRECISIONS: dict[str, tuple[str, int, float, bool]] = {
+    "float32": ("float32 everywhere", 4, 1.0, False),
+    "amp": ("AMP: fp32 weights, 16-bit autocast", 4, 0.5, True),
+    "bf16": ("bfloat16 everywhere (pure 16-bit)", 2, 0.5, False),
+}
+OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD+momentum", "adam": "Adam", "adamw": "AdamW"}
+
+
+def calculator_breakdown(n_params: int, batch_size: int, precision: str, optimizer: str,
+                         activation_bytes_per_sample: float) -> MemoryBreakdown:
+    """The breakdown the calculator shows (see the module docstring for the model)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"expected precision in {sorted(PRECISIONS)}, found {precision!r}")
+    if optimizer not in STATE_COPIES:
+        raise ValueError(f"expected optimizer in {sorted(STATE_COPIES)}, found {optimizer!r}")
+    if n_params < 0 or batch_size < 0 or activation_bytes_per_sample < 0:
+        raise ValueError("expected non-negative n_params, batch_size and activation_bytes_per_sample, "
+                         f"found {n_params}, {batch_size}, {activation_bytes_per_sample}")
+    _, width, act_factor, weight_copies = PRECISIONS[precision]
+    weights = int(n_params) * width
+    activations = batch_size * activation_bytes_per_sample * act_factor
+    if weight_copies:
+        activations += 2 * n_params
+    return MemoryBreakdown(weights, weights, STATE_COPIES[optimizer] * weights, int(round(activations)))
+
+
+def _summary(b: MemoryBreakdown) -> str:
+    parts = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in b.as_dict().items())
+    return f"total {format_bytes(b.total)} = {parts}"
+
+
+def memory_calculator(activation_bytes_per_sample: float, n_params: int = 1_000_000, batch_size: int = 64,
+                      model_name: str = "the model", static: bool = False):
+    """Sliders for parameters and batch size, menus for precision and optimizer; bars update live.
+
+    ``activation_bytes_per_sample`` is measured once on a real model (float32 forward) and
+    stays fixed while you move the parameter slider. ``static=True`` returns a figure comparing
+    every optimizer and precision at the given size.
+    """
+    import matplotlib.pyplot as plt
+
+    from course_utils.viz.memory import plot_memory_breakdown
+
+    if static:
+        configs = {f"{OPTIMIZER_LABELS[o]}, float32": calculator_breakdown(
+            n_params, batch_size, "float32", o, activation_bytes_per_sample) for o in STATE_COPIES}
+        for p in ("amp", "bf16"):
+            configs[f"Adam, {p}"] = calculator_breakdown(n_params, batch_size, p, "adam",
+                                                         activation_bytes_per_sample)
+        ax = plot_memory_breakdown(configs, title=f"{n_params:,} parameters, batch {batch_size} "
+                                                  f"({model_name}'s activations)")
+        return ax.figure
+
+    import ipywidgets as widgets
+
+    params = widgets.FloatLogSlider(value=n_params, base=10, min=4, max=10, step=0.1,
+                                    description="parameters", readout_format=".3g")
+    sizes = sorted({2**k for k in range(11)} | {batch_size})
+    batch = widgets.SelectionSlider(options=sizes, value=batch_size, description="batch size")
+    precision = widgets.Dropdown(options=[(v[0], k) for k, v in PRECISIONS.items()], value="float32",
+                                 description="precision")
+    optimizer = widgets.ToggleButtons(options=[(v, k) for k, v in OPTIMIZER_LABELS.items()], value="adam",
+                                      description="optimizer")
+    out = widgets.Output()
+
+    def update(_change=None) -> None:
+        b = calculator_breakdown(int(params.value), batch.value, precision.value, optimizer.value,
+                                 activation_bytes_per_sample)
+        out.clear_output(wait=True)
+        with out:
+            print(_summary(b))
+            fig, ax = plt.subplots(figsize=(6.5, 1.8))
+            plot_memory_breakdown({OPTIMIZER_LABELS[optimizer.value]: b}, ax=ax,
+                                  title=f"{int(params.value):,} params, batch {batch.value}, "
+                                        f"{PRECISIONS[precision.value][0]}")
+            plt.show()
+
+    for control in (params, batch, precision, optimizer):
+        control.observe(update, names="value")
+    update()
+    return widgets.VBox([widgets.HBox([params, batch]), widgets.HBox([precision]), optimizer, out])
