@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Extra arguments for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
 LAB_ARGS ?=
+# Jupyter refuses to start as root (containers, CI machines) unless told it is intended.
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # Extra arguments for pytest, e.g. `make test PYTEST_ARGS="-k hygiene"`.
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
@@ -19,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(LAB_ARGS) notebooks/00_welcome.ipynb
+	$(BIN)/jupyter lab $(ROOT_ARGS) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb $(LAB_ARGS)
 
 # Unit + doctests, then every notebook in notebooks/ and solutions/ re-executed and compared.
 test: $(STAMP)
