@@ -1,0 +1,61 @@
+"""The training doctor's reading of an error raised by the learner's training step.
+
+When the step fails, the exception message decides the finding's code (device, dtype, label
+range, broken graph), and the traceback gives the learner's own line that raised it.
+
+Example:
+    >>> item = classify_exception(RuntimeError("mat1 and mat2 must have the same dtype, but got Double and Float"))
+    >>> item.code, item.severity
+    ('DTYPE_MISMATCH', 'error')
+    >>> classify_exception(KeyError("lr")).code
+    'STEP_FAILED'
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from course_utils.doctor_report import Finding, finding
+
+_PATTERNS: list[tuple[str, tuple[str, ...]]] = [
+    ("DEVICE_MISMATCH", ("same device", "expected device", "device type", "is on cpu", "is on cuda")),
+    ("LABEL_OUT_OF_RANGE", ("out of bounds", "device-side assert")),
+    ("NO_GRAD_FLOW", ("does not require grad", "does not have a grad_fn")),
+    ("DTYPE_MISMATCH", ("dtype", "scalar type", "should be the same", "can't be cast", "Expected floating point type")),
+]
+
+
+def learner_line(exc: BaseException) -> str:
+    """The last line of the traceback that is neither torch nor course_utils code."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        name = frame.filename.replace("\\", "/")
+        if "/torch/" not in name and "course_utils" not in name and frame.line:
+            return f" (at `{frame.line.strip()}`)"
+    return ""
+
+
+def classify_exception(exc: BaseException, context: str = "") -> Finding:
+    """Turn an error raised by the training step into a finding (STEP_FAILED when unknown)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    raised = f"the training step raised {type(exc).__name__}: {text[:300]}{learner_line(exc)}. {context}"
+    code = next((c for c, keys in _PATTERNS if any(k in str(exc) for k in keys)), "STEP_FAILED")
+    why_fix = {
+        "DEVICE_MISMATCH": ("every tensor in one operation must be on the same device.",
+                            "move the model and every batch to one `device` (model.to(device), "
+                            "x.to(device), y.to(device))."),
+        "LABEL_OUT_OF_RANGE": ("labels index the model's scores, so each must be in 0..C-1.",
+                               "map labels to 0..C-1 or give the last layer one output per class."),
+        "NO_GRAD_FLOW": ("the loss is not connected to any trainable parameter, so backward() has "
+                         "nothing to differentiate.",
+                         "compute the loss from the model's output with tensor operations only: no "
+                         ".item(), .detach(), .numpy(), torch.tensor(...) re-wrapping or torch.no_grad() "
+                         "between the model and loss.backward()."),
+        "DTYPE_MISMATCH": ("inputs must match the weights' dtype (usually float32) and class labels "
+                           "must be int64.",
+                           "convert the data once, e.g. x = x.float() (images: x.float() / 255) and "
+                           "y = y.long()."),
+        "STEP_FAILED": ("the other checks cannot run until one training step succeeds.",
+                        "run your step once outside diagnose() and read the full traceback; print the "
+                        "shapes and dtypes of x, the model output and y."),
+    }[code]
+    return finding(code, "error", raised.strip(), *why_fix)

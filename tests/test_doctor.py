@@ -1,0 +1,463 @@
+"""The training doctor (course_utils.doctor): each code is found on a broken setup, correct setups
+give no error, the caller's objects and random generators are unchanged, bad arguments give a
+clear TypeError, and the report renders as text and HTML."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.doctor import CODES, Report, diagnose, standard_step
+from course_utils.doctor_report import Finding
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Small models run fastest on one thread (and several test workers share the cores)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _g(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _classes(n: int = 64, d: int = 20, c: int = 10, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(n, d, generator=_g(seed))
+    return x, (x @ torch.randn(d, c, generator=_g(seed + 1))).argmax(1)
+
+
+def _regression(n: int = 64, seed: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(n, 8, generator=_g(seed))
+    return x, (2 * x[:, :1] - x[:, 1:2]).sin()
+
+
+def _images(n: int = 32, seed: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(n, 3, 32, 32, generator=_g(seed)), torch.randint(0, 10, (n,), generator=_g(seed))
+
+
+def _mlp(d: int = 20, c: int = 10, seed: int = 0) -> nn.Sequential:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d, 64), nn.ReLU(), nn.Linear(64, c))
+
+
+def _cnn(seed: int = 0) -> nn.Sequential:
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.3), nn.Linear(32 * 8 * 8, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 10))
+
+
+def _regressor(seed: int = 0) -> nn.Sequential:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+
+# --- learners' training steps -------------------------------------------------------------------
+
+def step_without_zero_grad(model, batch, optimizer, loss_fn):
+    x, y = batch
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_zero_grad_after_backward(model, batch, optimizer, loss_fn):
+    x, y = batch
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    return loss.item()
+
+
+def step_softmax_then_loss(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x).softmax(dim=1), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_forgets_optimizer_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    return loss.item()
+
+
+def step_item_before_backward(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = torch.tensor(loss_fn(model(x), y).item(), requires_grad=True)  # graph cut
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_autocast(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    optimizer.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_clipped(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    optimizer.step()
+    return loss.detach()
+
+
+def step_dict_batch(model, batch, optimizer, loss_fn):
+    optimizer.zero_grad()
+    loss = loss_fn(model(batch["image"]), batch["label"])
+    loss.backward()
+    optimizer.step()
+    return float(loss)
+
+
+class _Detached(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head = nn.Linear(20, 64), nn.Linear(64, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.body(x)).detach())
+
+
+class _LogOfLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(20, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(self.linear(x))  # NaN wherever the linear output is negative
+
+
+class _SqrtDistance(nn.Module):
+    """Finite forward, NaN gradient: d sqrt(u)/du is infinite at u = 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(20, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.linear(x)
+        return out - torch.sqrt(((out - out) ** 2).sum(dim=1, keepdim=True))
+
+
+Setup = tuple[nn.Module, Any, torch.optim.Optimizer, Any, Callable | None]
+
+
+def _setup(model: nn.Module, loss_fn: Any, make_opt: Callable, batch: Any, step: Callable | None = None,
+           params: Any = None) -> Setup:
+    return model, loss_fn, make_opt(model.parameters() if params is None else params), batch, step
+
+
+def _adam(params: Any) -> torch.optim.Optimizer:
+    return torch.optim.Adam(params, lr=1e-3)
+
+
+def _broken_eval_mode() -> Setup:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 10)).eval()
+    return _setup(model, nn.CrossEntropyLoss(), _adam, _classes())
+
+
+def _broken_head_replaced() -> Setup:
+    model = _mlp()
+    optimizer = _adam(model.parameters())
+    model[2] = nn.Linear(64, 10)  # replaced after the optimizer was built
+    return model, nn.CrossEntropyLoss(), optimizer, _classes(), None
+
+
+BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
+    "no zero_grad": ("ZERO_GRAD_MISSING", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, 0.05, momentum=0.9), _classes(),
+        step_without_zero_grad)),
+    "softmax layer before CrossEntropyLoss": ("SOFTMAX_BEFORE_CE", lambda: _setup(
+        nn.Sequential(_mlp(), nn.Softmax(dim=1)), nn.CrossEntropyLoss(), _adam, _classes())),
+    "softmax in train_step": ("SOFTMAX_BEFORE_CE", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, _classes(), step_softmax_then_loss)),
+    "softmax before NLLLoss": ("SOFTMAX_BEFORE_CE", lambda: _setup(
+        nn.Sequential(_mlp(), nn.Softmax(dim=1)), nn.NLLLoss(), _adam, _classes())),
+    "sigmoid before BCEWithLogitsLoss": ("SOFTMAX_BEFORE_CE", lambda: _setup(
+        nn.Sequential(_mlp(c=1), nn.Sigmoid()), nn.BCEWithLogitsLoss(), _adam,
+        (_classes()[0], (_classes()[1] % 2).float()[:, None]))),
+    "optimizer over one layer": ("PARAM_NOT_IN_OPTIMIZER", lambda: (
+        lambda m: (m, nn.CrossEntropyLoss(), _adam(m[2].parameters()), _classes(), None))(_mlp())),
+    "head replaced after optimizer": ("PARAM_NOT_IN_OPTIMIZER", _broken_head_replaced),
+    "detach inside forward": ("NO_GRAD_FLOW", lambda: _setup(_Detached(), nn.CrossEntropyLoss(), _adam, _classes())),
+    "zero_grad between backward and step": ("NO_GRAD_FLOW", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, _classes(), step_zero_grad_after_backward)),
+    "loss re-wrapped with torch.tensor": ("NO_GRAD_FLOW", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, _classes(), step_item_before_backward)),
+    "NaN in the inputs": ("NAN_OR_INF", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0].index_fill(0, torch.tensor([3]), float("nan")),
+                                               _classes()[1]))),
+    "log of negative values": ("NAN_OR_INF", lambda: _setup(_LogOfLinear(), nn.CrossEntropyLoss(), _adam, _classes())),
+    "sqrt at zero in backward": ("NAN_OR_INF", lambda: _setup(_SqrtDistance(), nn.CrossEntropyLoss(), _adam, _classes())),
+    "SGD lr 20": ("LR_TOO_HIGH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=20.0), _classes())),
+    "regression with lr 1": ("LR_TOO_HIGH", lambda: _setup(
+        _regressor(), nn.MSELoss(), lambda p: torch.optim.SGD(p, lr=1.0, momentum=0.9),
+        (_regression()[0] * 3, _regression()[1]))),
+    "lr 1e-7": ("CANNOT_OVERFIT_BATCH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=1e-7), _classes())),
+    "optimizer.step() forgotten": ("CANNOT_OVERFIT_BATCH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, _classes(), step_forgets_optimizer_step)),
+    "1-based labels": ("LABEL_OUT_OF_RANGE", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], _classes()[1] + 1))),
+    "negative labels": ("LABEL_OUT_OF_RANGE", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], _classes()[1] - 1))),
+    "batch on the meta device": ("DEVICE_MISMATCH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, tuple(t.to("meta") for t in _classes()))),
+    "model on the meta device": ("DEVICE_MISMATCH", lambda: _setup(
+        _mlp().to("meta"), nn.CrossEntropyLoss(), _adam, _classes())),
+    "loss weights on another device": ("DEVICE_MISMATCH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(weight=torch.ones(10, device="meta")), _adam, _classes())),
+    "float64 inputs": ("DTYPE_MISMATCH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0].double(), _classes()[1]))),
+    "float class labels": ("DTYPE_MISMATCH", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], _classes()[1].float()))),
+    "uint8 images": ("DTYPE_MISMATCH", lambda: _setup(
+        _cnn(), nn.CrossEntropyLoss(), _adam, ((_images()[0].abs() * 60).to(torch.uint8), _images()[1]))),
+    "(N, 1) prediction vs (N,) target": ("BROADCAST_IN_LOSS", lambda: _setup(
+        _regressor(), nn.MSELoss(), _adam, (_regression()[0], _regression()[1][:, 0]))),
+    "custom loss broadcasting": ("BROADCAST_IN_LOSS", lambda: _setup(
+        _regressor(), lambda p, t: ((p - t) ** 2).mean(), _adam, (_regression()[0], _regression()[1][:, 0]))),
+    "pixel values 0..255": ("INPUT_NOT_NORMALIZED", lambda: _setup(
+        _cnn(), nn.CrossEntropyLoss(), _adam, ((_images()[0].abs() * 60).clamp(0, 255).round(), _images()[1]))),
+    "features on different scales": ("INPUT_NOT_NORMALIZED", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam,
+        (_classes()[0] * torch.logspace(-2, 2, 20), _classes()[1]))),
+    "model left in eval mode": ("EVAL_MODE_LEFT_ON", _broken_eval_mode),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_setup_is_diagnosed(name: str) -> None:
+    code, make = BROKEN[name]
+    model, loss_fn, optimizer, batch, step = make()
+    report = diagnose(model, loss_fn, optimizer, batch, train_step=step)
+    assert code in report.codes, f"{name}: expected {code}\n{report}"
+    item = next(f for f in report.findings if f.code == code)
+    observed, why, fix = item.parts()
+    assert observed and why and fix, item.message
+    assert any(ch.isdigit() for ch in observed), f"the observation should carry numbers: {observed}"
+
+
+def test_every_code_has_a_broken_setup() -> None:
+    covered = {code for code, _ in BROKEN.values()}
+    assert covered == set(CODES) - {"STEP_FAILED"}
+
+
+def test_step_failed_for_an_unknown_error() -> None:
+    def step(model, batch, optimizer, loss_fn):
+        raise KeyError("my_config['lr']")
+
+    report = diagnose(_mlp(), nn.CrossEntropyLoss(), _adam(_mlp().parameters()), _classes(), train_step=step)
+    assert report.codes == {"STEP_FAILED", "PARAM_NOT_IN_OPTIMIZER"}
+    assert "KeyError" in next(f for f in report.findings if f.code == "STEP_FAILED").message
+
+
+def test_shape_error_is_step_failed_not_a_traceback() -> None:
+    model = _mlp(d=12)
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
+    assert report.codes == {"STEP_FAILED"} and "cannot be multiplied" in report.findings[0].message
+
+
+# --- correct setups ---------------------------------------------------------------------------------
+
+def _scheduled() -> Setup:
+    model = _mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=100)
+    x, y = _classes()
+    for _ in range(5):  # the caller has trained a little: the schedule is under way
+        standard_step(model, (x, y), optimizer, nn.CrossEntropyLoss())
+        scheduler.step()
+    return model, nn.CrossEntropyLoss(), optimizer, (x, y), None
+
+
+def _frozen_backbone() -> Setup:
+    model = _mlp()
+    model[0].requires_grad_(False)
+    return model, nn.CrossEntropyLoss(), _adam([p for p in model.parameters() if p.requires_grad]), _classes(), None
+
+
+CORRECT: dict[str, Callable[[], Setup]] = {
+    "MLP classifier, Adam": lambda: _setup(_mlp(), nn.CrossEntropyLoss(), _adam, _classes()),
+    "CNN with BatchNorm and Dropout": lambda: _setup(
+        _cnn(), nn.CrossEntropyLoss(), _adam, _images(), step_clipped),
+    "SGD with a OneCycle scheduler": _scheduled,
+    "autocast bf16 step": lambda: _setup(_cnn(), nn.CrossEntropyLoss(), _adam, _images(), step_autocast),
+    "gradient clipping": lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), _classes(),
+        step_clipped),
+    "regression with MSELoss": lambda: _setup(
+        _regressor(), nn.MSELoss(), lambda p: torch.optim.Adam(p, lr=1e-2), _regression()),
+    "frozen backbone": _frozen_backbone,
+    "dict batch with log_softmax + NLLLoss": lambda: _setup(
+        nn.Sequential(_mlp(), nn.LogSoftmax(dim=1)), nn.NLLLoss(), _adam,
+        dict(zip(("image", "label"), _classes())), step_dict_batch),
+    "functional cross_entropy with label smoothing": lambda: _setup(
+        _mlp(), lambda p, t: F.cross_entropy(p, t, label_smoothing=0.1), _adam, _classes()),
+    "binary classification with BCEWithLogitsLoss": lambda: _setup(
+        _mlp(c=1), nn.BCEWithLogitsLoss(), _adam, (_classes()[0], (_classes()[1] % 2).float()[:, None])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_setup_has_no_error(name: str) -> None:
+    model, loss_fn, optimizer, batch, step = CORRECT[name]()
+    report = diagnose(model, loss_fn, optimizer, batch, train_step=step)
+    assert report.ok, f"{name}\n{report}"
+    assert not report.findings, f"{name}: expected a clean report\n{report}"
+    assert report.measurements["overfit_losses"], report.measurements
+
+
+def test_slow_but_correct_setup_is_at_most_a_warning() -> None:
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.01), _classes())
+    assert report.ok, str(report)
+    assert report.codes <= {"CANNOT_OVERFIT_BATCH"}
+
+
+# --- nothing of the caller's changes ---------------------------------------------------------------
+
+def _snapshot(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any) -> dict[str, Any]:
+    return {
+        "state": {k: v.clone() for k, v in model.state_dict().items()},
+        "grads": [None if p.grad is None else p.grad.clone() for p in model.parameters()],
+        "modes": [m.training for m in model.modules()],
+        "optimizer": copy.deepcopy(optimizer.state_dict()),
+        "batch": copy.deepcopy(batch),
+        "rng": (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy()),
+        "grad_mode": torch.is_grad_enabled(),
+    }
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return bool((a == b).all())
+    return a == b
+
+
+@pytest.mark.parametrize("step", [None, step_without_zero_grad, step_autocast], ids=["standard", "no_zero", "autocast"])
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_callers_objects_are_unchanged(step: Callable | None, training: bool) -> None:
+    model = _cnn()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    batch = _images(16)
+    standard_step(model, batch, optimizer, nn.CrossEntropyLoss())  # momentum buffers, grads, BN stats
+    model.train(training)
+    random.seed(7)
+    np.random.seed(7)
+    torch.manual_seed(7)
+    before = _snapshot(model, optimizer, batch)
+    report = diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step=step)
+    assert isinstance(report, Report)
+    after = _snapshot(model, optimizer, batch)
+    for key in before:
+        assert _same(before[key], after[key]), f"diagnose changed the caller's {key}"
+    assert optimizer.param_groups[0]["params"][0] is next(model.parameters())
+
+
+def test_random_streams_continue_as_if_diagnose_never_ran() -> None:
+    model = _mlp()
+    optimizer = _adam(model.parameters())
+    torch.manual_seed(11)
+    random.seed(11)
+    np.random.seed(11)
+    diagnose(model, nn.CrossEntropyLoss(), optimizer, _classes())
+    draws = (torch.rand(3), random.random(), np.random.rand())
+    torch.manual_seed(11)
+    random.seed(11)
+    np.random.seed(11)
+    assert torch.equal(draws[0], torch.rand(3)) and draws[1] == random.random() and draws[2] == np.random.rand()
+
+
+def test_report_is_deterministic() -> None:
+    first = diagnose(*CORRECT["CNN with BatchNorm and Dropout"]()[:4], train_step=step_clipped)
+    second = diagnose(*CORRECT["CNN with BatchNorm and Dropout"]()[:4], train_step=step_clipped)
+    assert first.measurements["overfit_losses"] == second.measurements["overfit_losses"]
+
+
+# --- arguments and rendering -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (("not a model", nn.CrossEntropyLoss(), None, None), ["torch.nn.Module", "str"]),
+    ((nn.Linear, nn.CrossEntropyLoss(), None, None), ["create the model first"]),
+    ((_mlp(), nn.CrossEntropyLoss, None, None), ["CrossEntropyLoss()", "parentheses"]),
+    ((_mlp(), 3, None, None), ["callable"]),
+    ((_mlp(), nn.CrossEntropyLoss(), torch.optim.SGD, _classes()), ["Optimizer", "SGD(model.parameters()"]),
+    ((_mlp(), nn.CrossEntropyLoss(), iter(_mlp().parameters()), _classes()), ["Optimizer", "generator"]),
+    ((_mlp(), nn.CrossEntropyLoss(), "adam", _classes()), ["Optimizer"]),
+    ((_mlp(), nn.CrossEntropyLoss(), _adam(_mlp().parameters()),
+      torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*_classes()))), ["next(iter(loader))"]),
+    ((_mlp(), nn.CrossEntropyLoss(), _adam(_mlp().parameters()), (*_classes(), 1)), ["(inputs, targets)", "length 3"]),
+    ((_mlp(), nn.CrossEntropyLoss(), _adam(_mlp().parameters()), ([1.0], [2])), ["no tensors"]),
+    ((_mlp(), nn.CrossEntropyLoss(), _adam(_mlp().parameters()), (np.zeros((4, 20)), np.zeros(4))), ["torch.tensor"]),
+])
+def test_wrong_arguments_raise_a_clear_type_error(args: tuple, words: list[str]) -> None:
+    with pytest.raises(TypeError) as info:
+        diagnose(*args)
+    for word in words:
+        assert word in str(info.value), str(info.value)
+    assert info.traceback[-1].name == "diagnose", "raise from diagnose itself, not from deep inside"
+
+
+def test_train_step_with_the_wrong_signature() -> None:
+    model = _mlp()
+    with pytest.raises(TypeError, match=r"\(model, batch, optimizer, loss_fn\)"):
+        diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(),
+                 train_step=lambda model, batch: 0.0)
+    with pytest.raises(TypeError, match="function or None"):
+        diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), train_step="step")
+
+
+def test_report_renders_as_text_and_html() -> None:
+    model = nn.Sequential(_mlp(), nn.Softmax(dim=1))
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
+    text, page = str(report), report._repr_html_()
+    assert text.startswith("Training doctor: 1 error, 0 warnings") and "SOFTMAX_BEFORE_CE" in text
+    assert "Why it matters:" in text and "Fix:" in text and repr(report) == text
+    assert "<table>" in page and "SOFTMAX_BEFORE_CE" in page and "why it matters" in page
+    clean = Report([], ["a note"])
+    assert "No problems found." in str(clean) and "No problems found." in clean._repr_html_()
+    assert clean.ok and clean.codes == set()
+
+
+def test_finding_parts_and_codes() -> None:
+    item = Finding("NAN_OR_INF", "error", "seen 1 NaN. Why it matters: spreads. Fix: clean.")
+    assert item.parts() == ("seen 1 NaN.", "spreads.", "clean.")
+    assert all(code.isupper() for code in CODES)
