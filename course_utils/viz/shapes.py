@@ -186,17 +186,21 @@ def draw_broadcast(shape_a: str | Sequence[int], shape_b: str | Sequence[int],
     return fig
 
 
-def draw_broadcasts(pairs: Iterable[tuple[str | Sequence[int], str | Sequence[int]]]) -> "Figure":
-    """Several :func:`draw_broadcast` diagrams stacked in one figure (a static gallery)."""
+def draw_broadcasts(pairs: Iterable[tuple[str | Sequence[int], str | Sequence[int]]], cols: int = 2) -> "Figure":
+    """Several :func:`draw_broadcast` diagrams in a grid of ``cols`` columns (a static gallery)."""
     import matplotlib.pyplot as plt
 
     pairs = list(pairs)
     if not pairs:
         raise ValueError("expected at least one (shape_a, shape_b) pair, found none")
+    cols = max(1, min(cols, len(pairs)))
+    rows = -(-len(pairs) // cols)
     width = max(len(explain_broadcast(a, b).columns) for a, b in pairs)
-    fig, axes = plt.subplots(len(pairs), 1, figsize=(1.1 + 0.75 * max(width, 3), 2.0 * len(pairs)),
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * (1.3 + 0.75 * max(width, 3)), 2.0 * rows),
                              squeeze=False)
-    for ax, (a, b) in zip(axes[:, 0], pairs):
+    for ax in axes.flat[len(pairs):]:
+        ax.axis("off")
+    for ax, (a, b) in zip(axes.flat, pairs):
         draw_broadcast(a, b, ax=ax)
     fig.tight_layout()
     return fig
