@@ -9,6 +9,11 @@
   leaves out parameters and buffers, which exist whether or not you train.
 * **CUDA counters** (:func:`cuda_memory`, :func:`cuda_peak`) when a GPU is present.
 
+Pack hooks return ``t.detach()``, never ``t``: a saved *output* (a ReLU saves its result)
+that the hook hands back to autograd unchanged points to its own ``grad_fn``, which owns the
+saved copy. That cycle runs through C++, so if backward never runs, not even ``gc.collect()``
+frees the graph (PyTorch's saved-tensor-hooks docs explain this caveat).
+
 Adam's ``step`` counters: since torch 2.0 each parameter's Adam/AdamW state holds a 0-dim
 ``step`` tensor next to ``exp_avg`` and ``exp_avg_sq``: 4 bytes (float32; 8 if the default
 dtype is float64). They are real memory, so :func:`predict_training_memory` counts them
@@ -33,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
@@ -187,7 +193,9 @@ class SavedRecord:
 class SavedTensorsMeter:
     """Context manager counting the bytes autograd saves for backward (unique storages).
 
-    ``exclude``: a module (its parameters and buffers) or tensors not to count.
+    ``exclude``: a module (its parameters and buffers) or tensors not to count. After the
+    block, :meth:`alive_bytes` tells how many of those bytes are still held (by a graph you
+    kept a reference to, e.g. a loss summed as a tensor).
 
     >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     >>> with SavedTensorsMeter(exclude=net) as meter:
@@ -196,6 +204,11 @@ class SavedTensorsMeter:
     240
     >>> [r.counted for r in meter.records]
     ['new', 'new', 'already counted', 'parameter/buffer']
+    >>> meter.alive_bytes()   # `out` still holds its graph
+    240
+    >>> del out
+    >>> meter.alive_bytes()
+    0
     """
 
     def __init__(self, exclude: nn.Module | Iterable[torch.Tensor] = ()) -> None:
@@ -204,21 +217,22 @@ class SavedTensorsMeter:
         self._excluded = {_storage_key(t) for t in exclude}
         self._bytes: dict[tuple[str, int], int] = {}
         self._alive: list[Any] = []  # storages kept alive while measuring: no address reuse
+        self._weak: dict[tuple[str, int], list[Any]] = {}  # weakrefs to what the graph holds
         self.records: list[SavedRecord] = []
         self._hooks: Any = None
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
         key, nbytes = _storage_key(t), _storage_nbytes(t)
+        packed = t.detach()  # never `t` itself: see the module docstring
         if key in self._excluded:
             counted = "parameter/buffer"
-        elif key in self._bytes:
-            counted = "already counted"
         else:
-            counted = "new"
+            counted = "already counted" if key in self._bytes else "new"
             self._bytes[key] = nbytes
-            self._alive.append(t)
+            self._alive.append(packed)
+            self._weak.setdefault(key, []).append(weakref.ref(packed))
         self.records.append(SavedRecord(tuple(t.shape), t.dtype, nbytes, counted))
-        return t
+        return packed
 
     def __enter__(self) -> "SavedTensorsMeter":
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
@@ -232,6 +246,10 @@ class SavedTensorsMeter:
     @property
     def bytes(self) -> int:
         return sum(self._bytes.values())
+
+    def alive_bytes(self) -> int:
+        """Counted bytes that a graph still holds now (call it after the block)."""
+        return sum(self._bytes[key] for key, refs in self._weak.items() if any(r() is not None for r in refs))
 
     def by_dtype(self) -> dict[str, int]:
         """Counted bytes per dtype, e.g. ``{'float32': 1024, 'int64': 64}``."""

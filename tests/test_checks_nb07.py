@@ -14,7 +14,8 @@ REQUIRED = {
     "07.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
     "07.amp_train_step": ["backward on unscaled loss", "`optimizer.step()` instead of `scaler.step`",
                           "no `scaler.update()`"],
-    "07.saved_activation_bytes": ["shared tensors counted twice", "parameters counted"],
+    "07.saved_activation_bytes": ["shared tensors counted twice", "parameters counted",
+                                  "pack hook returns the tensor itself (graph never freed)"],
 }
 
 
@@ -54,6 +55,25 @@ def test_training_memory_alternatives_pass_and_variants_fail() -> None:
 
 
 # --- 07.saved_activation_bytes -----------------------------------------------------------
+
+
+def test_saved_bytes_alternative_passes_and_identity_pack_is_named() -> None:
+    def by_data_ptr(model, x, *, detach=True):
+        params = {p.data_ptr() for p in model.parameters()}
+        seen = {}
+
+        def pack(t):
+            if t.data_ptr() not in params:
+                seen[t.data_ptr()] = t.numel() * t.element_size()
+            return t.detach() if detach else t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(x)
+        return sum(seen.values())
+
+    assert check("07.saved_activation_bytes", by_data_ptr).passed
+    leaky = check("07.saved_activation_bytes", lambda m, x: by_data_ptr(m, x, detach=False))
+    assert "Hint (pack hook returns the tensor itself" in leaky.message, leaky.message
 
 
 def test_saved_bytes_message_names_the_numbers() -> None:

@@ -148,6 +148,27 @@ def test_meter_counts_shared_storages_once_and_skips_parameters() -> None:
     assert meter.by_dtype() == {"float32": 96}
 
 
+def test_alive_bytes_sees_graphs_kept_by_a_tensor_sum() -> None:
+    model = notebook_mlp()
+    x, y = _batch(4)
+    with SavedTensorsMeter(exclude=model) as leaky:
+        total = 0.0
+        for _ in range(3):
+            total = total + nn.functional.cross_entropy(model(x), y)  # keeps every graph
+    per_step = mlp_estimate(4) - 4 * 32 * 32 * 3 * 4  # x itself is shared by the 3 steps
+    assert leaky.alive_bytes() == leaky.bytes >= 3 * per_step
+    del total
+    assert leaky.alive_bytes() == 0  # every graph freed (x itself is ours, not the graph's)
+    with SavedTensorsMeter(exclude=model) as fixed:
+        total = 0.0
+        for _ in range(3):
+            loss = nn.functional.cross_entropy(model(x), y)
+            total += loss.item()
+    assert 0 <= fixed.alive_bytes() - mlp_estimate(4) <= 8  # the last `loss` still holds one graph
+    del loss
+    assert fixed.alive_bytes() == 0
+
+
 def test_activation_bytes_leaves_batchnorm_statistics_alone() -> None:
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
     before = {k: v.clone() for k, v in model.state_dict().items()}

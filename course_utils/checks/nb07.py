@@ -7,7 +7,9 @@ autocast, so every typical mistake is visible without a GPU.
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from typing import Any
 
 import torch
@@ -203,7 +205,7 @@ def saved_activation_bytes_reference(model: nn.Module, x: torch.Tensor) -> int:
         storage = t.untyped_storage()
         if storage.data_ptr() not in param_storages:
             sizes[storage.data_ptr()] = storage.nbytes()
-        return t
+        return t.detach()  # returning t itself would keep the graph alive forever
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         model(x)
@@ -217,10 +219,10 @@ def _saved(model: nn.Module, x: torch.Tensor) -> list[tuple[int, int, int, bool]
     keep: list[torch.Tensor] = []
 
     def pack(t):
-        keep.append(t)
+        keep.append(t.detach())
         ptr = t.untyped_storage().data_ptr()
         found.append((ptr, t.untyped_storage().nbytes(), t.numel(), ptr in params))
-        return t
+        return keep[-1]
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         model(x)
@@ -244,11 +246,44 @@ def _sab_no_grad(model, x):
 
     def pack(t):
         sizes[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
+        return t.detach()
 
     with torch.no_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         model(x)
     return sum(sizes.values())
+
+
+def _sab_returns_t(model, x):
+    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in param_storages:
+            sizes[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+class _Watched(nn.Sequential):
+    """Records a weak reference to every layer's output, to see whether the graph was freed."""
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self.outputs: list[weakref.ref] = []  # from every forward, so checks cannot mask a leak
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self:
+            x = layer(x)
+            self.outputs.append(weakref.ref(x))
+        return x
+
+
+def _graph_kept_alive(model: nn.Module) -> bool:
+    gc.collect()
+    return any(ref() is not None for ref in getattr(model, "outputs", []))
 
 
 class _Square(nn.Module):
@@ -259,18 +294,18 @@ class _Square(nn.Module):
 def _sab_cases():
     def mlp():
         torch.manual_seed(10)
-        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3))
+        model = _Watched(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3))
         return (model, torch.randn(5, 8, generator=torch.Generator().manual_seed(11))), {}
 
     def square():
         torch.manual_seed(12)
-        model = nn.Sequential(nn.Linear(6, 12), _Square(), nn.Tanh(), nn.Linear(12, 2))
+        model = _Watched(nn.Linear(6, 12), _Square(), nn.Tanh(), nn.Linear(12, 2))
         return (model, torch.randn(7, 6, generator=torch.Generator().manual_seed(13))), {}
 
     def cnn():
         torch.manual_seed(14)
-        model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                              nn.Linear(4 * 4 * 4, 5))
+        model = _Watched(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(4 * 4 * 4, 5))
         return (model, torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(15))), {}
 
     return [mlp, square, cnn]
@@ -284,6 +319,9 @@ def _sab_verify(out, ref, args, kwargs):
         model, x = args
         return (f"for input of shape {tuple(x.shape)} through {len(list(model.children()))} layers "
                 f"expected {ref:,} bytes saved for backward, found {out:,}")
+    if _graph_kept_alive(args[0]):
+        return ("the count is right, but the layer outputs were still alive after your function "
+                "returned: the forward graph was never freed")
     return None
 
 
@@ -312,6 +350,12 @@ register(Exercise(
                 "(or numel() * element_size()).",
                 _sab_numel,
                 detect=lambda out, a, k: out == _sab_numel(*a)),
+        Mistake("pack hook returns the tensor itself (graph never freed)",
+                "return t.detach() from the pack hook, not t: a saved output handed back unchanged "
+                "points to its own grad_fn, which owns it; that cycle runs through C++ and is never "
+                "freed when no backward() follows.",
+                _sab_returns_t,
+                detect=lambda out, a, k: _graph_kept_alive(a[0])),
         Mistake("forward run under no_grad (nothing saved)",
                 "inside torch.no_grad() autograd records nothing, so the hooks never fire: run the "
                 "forward with gradients enabled.",
