@@ -1,0 +1,160 @@
+"""Initialisation explorer: pick an init scheme and an activation, see the activation std per layer.
+
+The network is ``depth`` blocks of ``Linear(width, width)`` + activation, initialised with
+``model.apply`` and fed a standard-normal batch; after every activation the std of its
+output is recorded. Four schemes: PyTorch's ``default`` (kaiming_uniform_ with a=sqrt(5) and a
+random bias), ``kaiming`` (normal, ReLU gain, zero bias), ``xavier`` (normal, zero bias) and
+``zero`` (weights and biases 0).
+
+Example:
+    >>> from course_utils.widgets.init_explorer import activation_stds, init_explorer
+    >>> stds = activation_stds("kaiming", "relu", depth=20, width=64, batch=64)
+    >>> len(stds), 0.2 < stds[-1] < 2.0
+    (20, True)
+    >>> activation_stds("zero", "tanh", depth=20, width=8, batch=4)[-1]
+    0.0
+    >>> fig = init_explorer(static=True, depth=20, width=32)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['ReLU, 20 layers', 'tanh, 20 layers']
+    >>> box = init_explorer(depth=20, width=32)
+    >>> box.children[0].children[0].value = "zero"          # the init dropdown
+    >>> box.current["init"], box.current["stds"][-1]
+    ('zero', 0.0)
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+INITS = ("default", "kaiming", "xavier", "zero")
+ACTIVATIONS = ("relu", "tanh")
+
+
+def init_function(scheme: str) -> Callable[[nn.Module], None]:
+    """The function to pass to ``model.apply`` for one scheme (``default`` changes nothing)."""
+    if scheme not in INITS:
+        raise ValueError(f"expected an init scheme in {INITS}, found {scheme!r}")
+
+    def init(module: nn.Module) -> None:
+        if not isinstance(module, nn.Linear) or scheme == "default":
+            return
+        if scheme == "kaiming":
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        elif scheme == "xavier":
+            nn.init.xavier_normal_(module.weight)
+        else:
+            nn.init.zeros_(module.weight)
+        nn.init.zeros_(module.bias)
+
+    return init
+
+
+def deep_mlp(depth: int, width: int, activation: str) -> nn.Sequential:
+    """``depth`` blocks of Linear(width, width) followed by ReLU or Tanh."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"expected an activation in {ACTIVATIONS}, found {activation!r}")
+    if depth < 1 or width < 1:
+        raise ValueError(f"expected depth >= 1 and width >= 1, found depth={depth}, width={width}")
+    act = nn.ReLU if activation == "relu" else nn.Tanh
+    return nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(width, width), act())])
+
+
+@lru_cache(maxsize=64)
+def _stds(scheme: str, activation: str, depth: int, width: int, batch: int, seed: int) -> tuple[float, ...]:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = deep_mlp(depth, width, activation)
+        net.apply(init_function(scheme))
+        x = torch.randn(batch, width)
+    stds = []
+    with torch.no_grad():
+        for layer in net:
+            x = layer(x)
+            if not isinstance(layer, nn.Linear):
+                stds.append(x.std().item())
+    return tuple(stds)
+
+
+def activation_stds(scheme: str, activation: str, depth: int = 24, width: int = 256,
+                    batch: int = 256, seed: int = 0) -> list[float]:
+    """Std of every activation's output (one value per block), deterministic for a seed.
+
+    Leaves the global random state untouched; results are cached.
+    """
+    return list(_stds(scheme, activation, depth, width, batch, seed))
+
+
+def _summary(scheme: str, stds: list[float]) -> str:
+    if max(stds) == 0:
+        return (f"{scheme}: every activation is exactly 0 in every layer; all units compute the "
+                f"same thing, so they also get the same gradient (symmetry is never broken)")
+    return (f"{scheme}: std after layer 1 = {stds[0]:.3g}, after layer {len(stds)} = {stds[-1]:.3g} "
+            f"(x{stds[-1] / stds[0]:.3g} overall)")
+
+
+def _static(depth: int, width: int) -> "Figure":
+    import matplotlib.pyplot as plt
+
+    from course_utils.viz.activations import plot_activation_stds
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    for ax, activation in zip(axes, ACTIVATIONS):
+        stds = {s: activation_stds(s, activation, depth, width) for s in INITS}
+        name = "ReLU" if activation == "relu" else "tanh"
+        plot_activation_stds(stds, ax=ax, title=f"{name}, {depth} layers")
+    fig.tight_layout()
+    return fig
+
+
+def init_explorer(static: bool = False, depth: int = 24, width: int = 256) -> Any:
+    """A dropdown (init scheme), toggle buttons (activation) and a depth slider above a plot.
+
+    ``static=True`` returns a matplotlib figure instead: both activations, all four schemes.
+    The live widget keeps what it shows in ``box.current`` (init, activation, depth, stds).
+    """
+    if depth < 20:
+        raise ValueError(f"the explorer is about deep nets: expected depth >= 20, found {depth}")
+    if static:
+        return _static(depth, width)
+
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from course_utils.viz.activations import plot_activation_stds
+
+    scheme = widgets.Dropdown(options=INITS, value="default", description="init")
+    activation = widgets.ToggleButtons(options=ACTIVATIONS, value="relu", description="activation")
+    layers = widgets.IntSlider(value=depth, min=20, max=max(60, depth), step=4, description="layers")
+    out = widgets.Output()
+    box = widgets.VBox([widgets.HBox([scheme, activation]), layers, out])
+
+    def render(change: object = None) -> None:
+        stds = {s: activation_stds(s, activation.value, layers.value, width) for s in INITS}
+        box.current = {"init": scheme.value, "activation": activation.value,
+                       "depth": layers.value, "stds": stds[scheme.value]}
+        fig, ax = plt.subplots()
+        plot_activation_stds(stds, ax=ax, highlight=scheme.value,
+                             title=f"{scheme.value} init, {activation.value}, {layers.value} layers")
+        png = io.BytesIO()
+        fig.savefig(png, format="png", bbox_inches="tight")
+        plt.close(fig)
+        # Set the Output's content directly: works the same in a kernel, in tests and in a browser.
+        out.outputs = (
+            {"output_type": "stream", "name": "stdout", "text": _summary(scheme.value, stds[scheme.value]) + "\n"},
+            {"output_type": "display_data", "metadata": {},
+             "data": {"image/png": base64.b64encode(png.getvalue()).decode("ascii"),
+                      "text/plain": "<activation std plot>"}},
+        )
+
+    for control in (scheme, activation, layers):
+        control.observe(render, names="value")
+    render()
+    return box
