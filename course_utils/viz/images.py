@@ -1,0 +1,74 @@
+"""An image grid with labels (and predictions) for a batch from a DataLoader.
+
+Accepts what a pipeline produces: a float tensor ``[B, C, H, W]`` (optionally
+normalised: pass the ``mean``/``std`` you normalised with to undo it), a uint8 tensor,
+or a list of PIL images.
+
+Example:
+    >>> import torch
+    >>> from course_utils.viz.images import show_images
+    >>> batch = torch.rand(4, 3, 8, 8)
+    >>> fig = show_images(batch, labels=[0, 1, 2, 1], classes=["a", "b", "c"], ncols=2)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['a', 'b', 'c', 'b']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def _as_hwc(images: Any, mean: Sequence[float] | None, std: Sequence[float] | None) -> Any:
+    import numpy as np
+    import torch
+
+    if isinstance(images, (list, tuple)) and images and not isinstance(images[0], torch.Tensor):
+        arrays = [np.asarray(im.convert("RGB"), dtype=np.float32) / 255 for im in images]
+        return np.stack(arrays)
+    x = torch.stack(list(images)) if isinstance(images, (list, tuple)) else images
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError("expected a [B, C, H, W] tensor or a list of PIL images, found "
+                         f"{type(x).__name__} with shape {tuple(getattr(x, 'shape', ()))}")
+    x = x.detach().cpu()
+    x = x.float() / 255 if x.dtype == torch.uint8 else x.float()
+    if std is not None:
+        x = x * torch.as_tensor(std, dtype=torch.float32).view(1, -1, 1, 1)
+    if mean is not None:
+        x = x + torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)
+    return x.clamp(0, 1).permute(0, 2, 3, 1).numpy()
+
+
+def show_images(images: Any, labels: Sequence[int] | Any = None, classes: Sequence[str] | None = None,
+                predictions: Sequence[int] | Any = None, mean: Sequence[float] | None = None,
+                std: Sequence[float] | None = None, ncols: int = 8, size: float = 1.1,
+                title: str | None = None) -> Any:
+    """A grid of images, each titled with its label; with ``predictions`` the title shows
+    ``pred (label)`` in green when right and red when wrong."""
+    import math
+
+    import matplotlib.pyplot as plt
+
+    arr = _as_hwc(images, mean, std)
+    n = len(arr)
+    if n == 0:
+        raise ValueError("expected at least one image, found an empty batch")
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, (size + 0.25) * nrows), squeeze=False)
+    names = (lambda i: classes[int(i)]) if classes is not None else (lambda i: str(int(i)))
+    for k, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if k >= n:
+            continue
+        ax.imshow(arr[k].squeeze(-1) if arr.shape[-1] == 1 else arr[k],
+                  cmap="gray" if arr.shape[-1] == 1 else None, interpolation="nearest")
+        if labels is not None and predictions is not None:
+            right = int(predictions[k]) == int(labels[k])
+            ax.set_title(f"{names(predictions[k])} ({names(labels[k])})", fontsize=7,
+                         color="green" if right else "red")
+        elif labels is not None:
+            ax.set_title(names(labels[k]), fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig

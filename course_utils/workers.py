@@ -1,0 +1,65 @@
+"""Datasets for ``DataLoader(num_workers=...)`` experiments, importable by worker processes.
+
+With ``num_workers > 0`` the DataLoader starts worker processes and hands each one the
+dataset. Where processes are started with *spawn* (the default on Windows and macOS) the
+dataset is pickled, and a class defined in a notebook cell lives in ``__main__``, which
+the new process cannot import: the workers die with ``AttributeError: Can't get attribute
+'MyDataset' on <module '__main__'>``. Classes defined in an importable module, like the
+ones here, work with every start method.
+
+:class:`SlowDataset` wraps any dataset and makes each ``__getitem__`` slow on purpose:
+``mode="wait"`` sleeps (like reading a file from a slow disk or the network),
+``mode="compute"`` keeps one CPU core busy (like heavy decoding or augmentation).
+
+Example:
+    >>> from course_utils.workers import SlowDataset
+    >>> slow = SlowDataset(list(range(5)), delay_s=0.001)
+    >>> len(slow), slow[3]
+    (5, 3)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from torch.utils.data import Dataset
+
+
+class SlowDataset(Dataset):
+    """``base[i]`` after ``delay_s`` seconds of waiting (``"wait"``) or CPU work (``"compute"``)."""
+
+    def __init__(self, base: Sequence[Any], delay_s: float = 0.002, mode: str = "wait") -> None:
+        if mode not in ("wait", "compute"):
+            raise ValueError(f"expected mode 'wait' or 'compute', found {mode!r}")
+        if delay_s < 0:
+            raise ValueError(f"expected delay_s >= 0, found {delay_s}")
+        self.base, self.delay_s, self.mode = base, delay_s, mode
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, index: int) -> Any:
+        if self.mode == "wait":
+            time.sleep(self.delay_s)
+        else:
+            end = time.perf_counter() + self.delay_s
+            while time.perf_counter() < end:  # busy: this core does nothing else meanwhile
+                pass
+        return self.base[index]
+
+
+def time_one_epoch(loader: Any) -> tuple[float, int]:
+    """Seconds to iterate ``loader`` once (worker start-up included) and the samples seen.
+
+    >>> from torch.utils.data import DataLoader
+    >>> seconds, n = time_one_epoch(DataLoader(list(range(10)), batch_size=4))
+    >>> n
+    10
+    """
+    start = time.perf_counter()
+    count = 0
+    for batch in loader:
+        first = batch[0] if isinstance(batch, (list, tuple)) else batch
+        count += len(first)
+    return time.perf_counter() - start, count
