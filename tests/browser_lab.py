@@ -1,0 +1,686 @@
+"""Drive JupyterLab in headless chromium: the machinery behind ``tests/test_browser.py``.
+
+* :class:`LabServer` starts ``jupyter lab`` on a free localhost port (empty token, fresh
+  workspaces/settings/config dirs, kernels get :func:`course_utils.authoring.kernel_env`)
+  over a folder of notebook copies, and stops it with all its kernels.
+* :func:`expectations` reads what the committed ``.ipynb`` promises: which cells may show an
+  error (``raises-exception`` / ``stderr-is-the-lesson`` tags) and how many widgets each cell
+  displays.
+* :class:`LabDriver` opens one notebook at a time in a single browser page, runs all cells,
+  waits until the kernel is idle and every cell has executed, then reads the page: error
+  outputs per cell, every widget rendered, and every control of every widget operated once
+  (slider moved, another option picked, button clicked) with the widget's ``Output`` area
+  (text or image) required to change. Problems come back as sentences, not exceptions.
+
+Widgets are discovered on the page (and counted from the file), never listed by hand; the
+convention they follow is in ``course_utils/widgets/__init__.py``.
+
+Example:
+    >>> Control("c1", "slider", "n").describe()
+    "slider 'n'"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+REQUIRE_ENV = "REQUIRE_BROWSER_TESTS"
+ERROR_TAGS = ("raises-exception", "stderr-is-the-lesson")
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+#: Seconds; override with the environment variables of the same name (e.g. on a slow machine).
+TIMEOUTS = {
+    "BROWSER_SERVER_TIMEOUT": 120,   # jupyter lab answering /api/status
+    "BROWSER_LOAD_TIMEOUT": 120,     # the Lab page restored, a kernel started and idle
+    "BROWSER_RUN_TIMEOUT": 240,      # "Run All Cells" of one notebook finished
+    "BROWSER_WIDGET_TIMEOUT": 30,    # one widget interaction reflected in its Output
+}
+
+
+def timeout(name: str) -> float:
+    return float(os.environ.get(name, TIMEOUTS[name]))
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser test cannot run here, or None when it can."""
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is not installed (Debian: `apt-get install chromium`)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        return f"the playwright Python package is not importable ({exc})"
+    return None
+
+
+# --- what the committed notebook promises --------------------------------------------------
+
+@dataclass
+class Expected:
+    """Facts read from the ``.ipynb`` file (cell indices count every cell, markdown included)."""
+
+    name: str
+    cell_types: list[str]
+    error_cells: set[int] = field(default_factory=set)    # may show an error or stderr
+    raising_cells: set[int] = field(default_factory=set)  # must show an error
+    widgets: dict[int, int] = field(default_factory=dict)  # cell -> widget views in the file
+
+
+def expectations(path: Path) -> Expected:
+    nb = nbformat.read(path, as_version=4)
+    exp = Expected(path.name, [c.cell_type for c in nb.cells])
+    for index, cell in enumerate(nb.cells):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if any(tag in tags for tag in ERROR_TAGS):
+            exp.error_cells.add(index)
+        if "raises-exception" in tags:
+            exp.raising_cells.add(index)
+        if cell.cell_type == "code":
+            count = sum(1 for out in cell.get("outputs", []) if WIDGET_MIME in out.get("data", {}))
+            if count:
+                exp.widgets[index] = count
+    return exp
+
+
+def copy_without_outputs(sources: list[Path], root: Path) -> dict[Path, str]:
+    """Copy each notebook's folder under ``root`` with outputs stripped.
+
+    Returns ``{source notebook: path relative to root}`` (what JupyterLab opens). The copies
+    start blank, so every output on the page comes from this run and autosave can never
+    touch the committed files.
+    """
+    mapping: dict[Path, str] = {}
+    folders: dict[Path, str] = {}
+    for source in sources:
+        folder = source.resolve().parent
+        if folder not in folders:
+            name = folder.name
+            while name in folders.values():
+                name += "_"
+            folders[folder] = name
+            shutil.copytree(folder, root / name,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        mapping[source] = f"{folders[folder]}/{source.name}"
+    for copy in root.rglob("*.ipynb"):
+        nb = nbformat.read(copy, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+        nb.metadata.pop("widgets", None)
+        nbformat.write(nb, copy)
+    return mapping
+
+
+# --- the server ------------------------------------------------------------------------------
+
+_LAB_SETTINGS = {
+    # Every cell attached to the DOM, so the page can be read cell by cell.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # No news or update checks (no network), no pop-up over the notebook.
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+_LAB_CONFIG = ("c.LabApp.news_url = None\n"
+               "c.LabApp.check_for_updates_class = "
+               "'jupyterlab.handlers.announcements.NeverCheckForUpdate'\n")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LabServer:
+    """``jupyter lab`` over ``root``; state (config, settings, workspaces, runtime) in ``workdir``."""
+
+    def __init__(self, root: Path, workdir: Path) -> None:
+        self.root, self.workdir = root, workdir
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+        self.log_path = workdir / "jupyter-lab.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _command(self) -> list[str]:
+        jupyter = Path(sys.executable).with_name("jupyter")  # the venv running the tests
+        lab = [str(jupyter), "lab"] if jupyter.exists() else [sys.executable, "-m", "jupyterlab"]
+        return lab + [
+            "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", "--IdentityProvider.token=",
+            "--PasswordIdentityProvider.hashed_password=", "--ServerApp.disable_check_xsrf=True",
+            "--ServerApp.allow_root=True", f"--ServerApp.root_dir={self.root}",
+            f"--LabApp.workspaces_dir={self.workdir / 'workspaces'}",
+            f"--LabApp.user_settings_dir={self.workdir / 'settings'}",
+            "--LabApp.expose_app_in_browser=True",
+        ]
+
+    def _environment(self) -> dict[str, str]:
+        from course_utils.authoring import kernel_env
+
+        env = dict(os.environ)
+        env.update(kernel_env(self.workdir / "ipython"))
+        env.update(JUPYTER_CONFIG_DIR=str(self.workdir / "config"),
+                   JUPYTER_RUNTIME_DIR=str(self.workdir / "runtime"),
+                   JUPYTER_DATA_DIR=str(self.workdir / "data"),
+                   JUPYTER_PLATFORM_DIRS="1")
+        env.pop("JUPYTER_PATH", None)
+        return env
+
+    def start(self) -> None:
+        for name, content in _LAB_SETTINGS.items():
+            target = self.workdir / "settings" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(content))
+        (self.workdir / "config").mkdir(parents=True, exist_ok=True)
+        (self.workdir / "config" / "jupyter_lab_config.py").write_text(_LAB_CONFIG)
+        (self.workdir / "workspaces").mkdir(exist_ok=True)
+        env = self._environment()
+        for _attempt in range(3):  # the free port can be taken between probe and bind
+            self.port = _free_port()
+            with open(self.log_path, "ab") as log:
+                self.process = subprocess.Popen(self._command(), env=env, cwd=self.root,
+                                                stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True)
+            if self._wait_ready():
+                return
+        raise RuntimeError(f"jupyter lab did not start; its log ends with:\n{self.log_tail()}")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + timeout("BROWSER_SERVER_TIMEOUT")
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                return False
+            try:
+                self.api("GET", "/api/status")
+                return True
+            except OSError:
+                time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"jupyter lab did not answer within {timeout('BROWSER_SERVER_TIMEOUT'):.0f} s; "
+                           f"log:\n{self.log_tail()}")
+
+    def api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(self.url + path, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Delete every session and kernel of this server (best effort)."""
+        for kind in ("sessions", "kernels"):
+            try:
+                for item in self.api("GET", f"/api/{kind}") or []:
+                    self.api("DELETE", f"/api/{kind}/{item['id']}")
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.shutdown_kernels()
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        try:  # kernels the server left behind share its process group
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process = None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+
+# --- the page ----------------------------------------------------------------------------------
+
+@dataclass
+class Control:
+    mark: str    # value of the data-course-control attribute set on the element
+    kind: str    # slider, dropdown, select, toggle-buttons, toggle, button, checkbox, radio, number, text
+    label: str
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.label!r}" if self.label else self.kind
+
+
+@dataclass
+class Report:
+    notebook: str
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    widgets: int = 0
+    interactions: int = 0
+    seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    page_errors: list[str] = field(default_factory=list)
+
+    def format(self) -> str:
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.phases.items())
+        lines = [f"{self.notebook}: {len(self.problems)} problem(s) in JupyterLab (headless chromium); "
+                 f"{self.widgets} widget(s), {self.interactions} interaction(s); {phases}"]
+        lines += [f"  - {p}" for p in self.problems]
+        if self.page_errors:
+            lines.append("  browser console errors (for diagnosis):")
+            lines += [f"    {e[:300]}" for e in self.page_errors[:5]]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+_JS_OPEN = """async (path) => {
+  const app = window.jupyterapp;
+  const panel = await app.commands.execute('docmanager:open',
+      {path, factory: 'Notebook', kernel: {name: 'python3'}});
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  app.shell.activateById(panel.id);
+  window.__coursePanel = panel;
+  window.__courseRun = null;
+  window.__courseMessages = null;
+  return panel.id;
+}"""
+
+_JS_KERNEL = """() => {
+  const p = window.__coursePanel;
+  const k = p && p.sessionContext.session && p.sessionContext.session.kernel;
+  return k ? k.status : 'none';
+}"""
+
+# Counts the execute requests this run sends and their replies (ok, error or aborted): the
+# prompts alone cannot tell "queued" from "aborted" once a tagged error reset them to [ ].
+_JS_RUN_ALL = """() => {
+  const app = window.jupyterapp, panel = window.__coursePanel;
+  app.shell.activateById(panel.id);
+  window.__courseRun = null;
+  const count = {sent: 0, replies: 0}, ids = new Set();
+  window.__courseMessages = count;
+  panel.sessionContext.session.kernel.anyMessage.connect((_, args) => {
+    const msg = args.msg;
+    if (args.direction === 'send' && msg.header.msg_type === 'execute_request') {
+      ids.add(msg.header.msg_id); count.sent += 1;
+    } else if (args.direction === 'recv' && msg.header.msg_type === 'execute_reply'
+               && ids.has(msg.parent_header.msg_id)) {
+      count.replies += 1;
+    }
+  });
+  app.commands.execute('notebook:run-all-cells').then(
+      ok => { window.__courseRun = {ok: String(ok)}; },
+      err => { window.__courseRun = {error: String(err)}; });
+}"""
+
+# Cells in model order; what the page shows for each.
+_JS_STATE = """() => {
+  const panel = window.__coursePanel;
+  const k = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  const cells = panel.content.widgets.map((cell, index) => {
+    const node = cell.node;
+    const prompt = node.querySelector('.jp-InputArea-prompt, .jp-InputPrompt');
+    const errors = [...node.querySelectorAll(
+        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+        .map(e => e.innerText.trim().slice(-600));
+    const tops = [...node.querySelectorAll(
+        '.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output')];
+    const widgets = tops.filter(o => o.classList.contains('jupyter-widgets')
+        || o.querySelector(':scope > .jupyter-widgets')
+        || /^(Loading widget|Error displaying widget)/.test(o.textContent.trim()))
+      .map(o => {
+        const text = o.textContent.trim();
+        const box = o.getBoundingClientRect();
+        return {broken: /^(Loading widget|Error displaying widget)/.test(text) ? text.slice(0, 200) : '',
+                visible: box.width > 0 && box.height > 0};
+      });
+    return {type: cell.model.type, prompt: prompt ? prompt.innerText.trim() : '', errors, widgets};
+  });
+  return {kernel: k ? k.status : 'none', run: window.__courseRun, messages: window.__courseMessages, cells};
+}"""
+
+# Marks every operable control of the widgets in one cell, returns them in page order.
+_JS_CONTROLS = """(index) => {
+  const node = window.__coursePanel.content.widgets[index].node;
+  const area = node.querySelector('.jp-Cell-outputArea');
+  const found = [];
+  const label = el => {
+    const box = el.closest('.widget-inline-hbox, .widget-inline-vbox, .widget-toggle-buttons, .widget-radio-box');
+    const lab = box && box.querySelector(':scope > .widget-label');
+    const text = (lab && lab.textContent.trim()) || el.getAttribute('title') || el.textContent.trim();
+    return (text || '').slice(0, 60);
+  };
+  const add = (el, kind, lab) => {
+    if (el.closest('.widget-output') || el.disabled || el.closest('.mod-disabled')) return;
+    const mark = 'c' + index + '-' + found.length;
+    el.setAttribute('data-course-control', mark);
+    found.push({mark, kind, label: lab === undefined ? label(el) : lab});
+  };
+  for (const el of area.querySelectorAll('.jupyter-widgets, .widget-toggle-buttons, .widget-radio-box, button, select, input, textarea')) {
+    if (el.hasAttribute('data-course-control')) continue;
+    const cls = el.classList;
+    if (cls.contains('widget-slider')) {
+      const handle = el.querySelector('.noUi-handle');
+      if (handle) add(handle, 'slider', label(el));
+    } else if (cls.contains('widget-toggle-buttons')) {
+      add(el, 'toggle-buttons');
+    } else if (cls.contains('widget-radio-box')) {
+      add(el, 'radio');
+    } else if (el.tagName === 'SELECT') {
+      add(el, el.closest('.widget-dropdown') ? 'dropdown' : 'select');
+    } else if (el.tagName === 'BUTTON' && !el.closest('.widget-toggle-buttons, .noUi-target')) {
+      add(el, cls.contains('widget-toggle-button') ? 'toggle' : 'button', el.textContent.trim() || el.title);
+    } else if (el.tagName === 'INPUT' && el.type === 'checkbox' && el.closest('.widget-checkbox')) {
+      add(el, 'checkbox');
+    } else if (el.tagName === 'INPUT' && el.type === 'number' && el.closest('.widget-text')) {
+      add(el, 'number');
+    } else if (el.tagName === 'INPUT' && el.type === 'text' && el.closest('.widget-text')) {
+      add(el, 'text');
+    }
+  }
+  return found;
+}"""
+
+# What the widget Output areas of one cell show: text plus a fingerprint of every image.
+_JS_SIGNATURE = """(index) => {
+  const node = window.__coursePanel.content.widgets[index].node;
+  const hash = s => { let h = 2166136261; for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); } return (h >>> 0).toString(16) + ':' + s.length; };
+  const outs = [...node.querySelectorAll('.widget-output')].filter(o => !o.parentElement.closest('.widget-output'));
+  if (!outs.length) return null;
+  return outs.map(o => o.innerText.trim() + ' | ' +
+      [...o.querySelectorAll('img')].map(i => hash(i.src)).join(',') + ' | ' +
+      [...o.querySelectorAll('svg, canvas')].map(s => hash(s.outerHTML)).join(',')).join(' || ');
+}"""
+
+_JS_CLOSE = """async () => {
+  const panel = window.__coursePanel;
+  if (!panel) return;
+  window.__coursePanel = null;
+  try { await panel.sessionContext.shutdown(); } catch (e) {}
+  panel.context.model.dirty = false;
+  panel.dispose();
+}"""
+
+
+class LabDriver:
+    """One browser page on a running :class:`LabServer`; notebooks are opened one after another."""
+
+    def __init__(self, browser: Any, server: LabServer, screenshots: Path) -> None:
+        self.browser, self.server, self.screenshots = browser, server, screenshots
+        self.page: Any = None
+        self._page_errors: list[str] = []
+        #: Seconds one widget interaction may take to show in its Output.
+        self.widget_timeout = timeout("BROWSER_WIDGET_TIMEOUT")
+
+    def open_lab(self) -> None:
+        if self.page is not None:
+            self.page.close()
+        self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.set_default_timeout(timeout("BROWSER_LOAD_TIMEOUT") * 1000)
+        self.page.on("pageerror", lambda exc: self._page_errors.append(str(exc)))
+        self.page.on("console", lambda msg: msg.type == "error" and self._page_errors.append(msg.text))
+        self.page.goto(f"{self.server.url}/lab?reset", wait_until="domcontentloaded")
+        self.page.wait_for_function("() => window.jupyterapp !== undefined")
+        self.page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+
+    def close(self) -> None:
+        if self.page is not None:
+            self.page.close()
+            self.page = None
+
+    # -- one notebook ------------------------------------------------------------------------
+
+    def run_notebook(self, lab_path: str, expected: Expected) -> Report:
+        """Open, run all, check errors and widgets; the kernel is shut down afterwards."""
+        report = Report(expected.name)
+        start = time.monotonic()
+        self._page_errors = []
+        healthy = False
+        try:
+            if self.page is None:
+                self.open_lab()
+            self.page.evaluate(_JS_OPEN, lab_path)
+            self._wait(lambda: self.page.evaluate(_JS_KERNEL) == "idle", timeout("BROWSER_LOAD_TIMEOUT"),
+                       "the kernel to start and become idle")
+            report.phases["open"] = time.monotonic() - start
+            self.page.evaluate(_JS_RUN_ALL)
+            state = self._wait_run_finished()
+            report.phases["run all"] = time.monotonic() - start - report.phases["open"]
+            self._check_cells(state, expected, report)
+            self._check_widgets(state, expected, report)
+            report.phases["widgets"] = time.monotonic() - start - sum(report.phases.values())
+            healthy = True
+        except TimeoutError as exc:
+            report.problems.append(str(exc))
+        finally:
+            report.seconds = time.monotonic() - start
+            report.phases["total"] = report.seconds
+            report.page_errors = list(self._page_errors)
+            if report.problems:
+                self._screenshot(expected.name, report)
+            self._close_notebook(healthy)
+        return report
+
+    def _wait(self, predicate, seconds: float, what: str, poll: float = 0.25):
+        deadline = time.monotonic() + seconds
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {seconds:.0f} s waiting for {what}")
+            time.sleep(poll)
+
+    def _wait_run_finished(self) -> dict:
+        """Until Run All returned, every execute request sent got its reply and the kernel is idle
+        (three polls in a row)."""
+        streak: dict[str, Any] = {"settled": 0, "state": None}
+
+        def finished() -> dict | None:
+            state = self.page.evaluate(_JS_STATE)
+            messages = state["messages"] or {"sent": 0, "replies": 0}
+            settled = (state["run"] is not None and state["kernel"] == "idle"
+                       and 0 < messages["sent"] <= messages["replies"])
+            streak["state"] = state
+            streak["settled"] = streak["settled"] + 1 if settled else 0
+            return state if streak["settled"] >= 3 else None
+
+        try:
+            return self._wait(finished, timeout("BROWSER_RUN_TIMEOUT"), "Run All Cells to finish", poll=0.5)
+        except TimeoutError as exc:
+            state = streak["state"] or self.page.evaluate(_JS_STATE)
+            busy = [i for i, c in enumerate(state["cells"]) if c["prompt"] == "[*]:"]
+            raise TimeoutError(f"{exc} (kernel {state['kernel']}, cells still running: {busy}, "
+                               f"execute requests/replies: {state['messages']}); "
+                               f"set BROWSER_RUN_TIMEOUT to allow more") from None
+
+    def _check_cells(self, state: dict, expected: Expected, report: Report) -> None:
+        cells = state["cells"]
+        if [c["type"] for c in cells] != expected.cell_types:
+            report.problems.append(f"the page shows {len(cells)} cells, the file has {len(expected.cell_types)}")
+            return
+        for index, cell in enumerate(cells):
+            if cell["type"] != "code":
+                continue
+            if not cell["prompt"].strip("[]: ").isdigit():
+                report.problems.append(f"cell {index} did not run (prompt {cell['prompt']!r}); "
+                                       f"an earlier cell probably raised an untagged error")
+            if cell["errors"] and index not in expected.error_cells:
+                report.problems.append(f"cell {index} shows an error/stderr output: ...{cell['errors'][0][-400:]}")
+            if index in expected.raising_cells and not cell["errors"]:
+                report.problems.append(f"cell {index} is tagged raises-exception but showed no error")
+
+    def _check_widgets(self, state: dict, expected: Expected, report: Report) -> None:
+        cells = state["cells"]
+        for index in sorted(set(expected.widgets) | {i for i, c in enumerate(cells) if c["widgets"]}):
+            views = cells[index]["widgets"]
+            want = expected.widgets.get(index, 0)
+            rendered = [v for v in views if not v["broken"] and v["visible"]]
+            for view in views:
+                if view["broken"]:
+                    report.problems.append(f"cell {index}: a widget did not render ({view['broken']!r})")
+                elif not view["visible"]:
+                    report.problems.append(f"cell {index}: a widget rendered with zero size")
+            if len(views) < want:
+                report.problems.append(f"cell {index}: the committed notebook displays {want} widget(s), "
+                                       f"the page shows {len(views)}")
+            report.widgets += len(rendered)
+            if rendered:
+                self._operate(index, report)
+
+    def _operate(self, index: int, report: Report) -> None:
+        controls = [Control(**c) for c in self.page.evaluate(_JS_CONTROLS, index)]
+        if not controls:
+            report.notes.append(f"cell {index}: widget without controls (e.g. a progress bar): render checked only")
+            return
+        if self._signature(index) is None:
+            report.problems.append(f"cell {index}: the widget has controls ({', '.join(c.describe() for c in controls)}) "
+                                   f"but no ipywidgets.Output area; see course_utils/widgets/__init__.py")
+            return
+        before = self._settled_signature(index)
+        operated = 0
+        for control in controls:
+            done = self._interact(control)
+            if done is None:
+                report.notes.append(f"cell {index}: could not operate {control.describe()}")
+                continue
+            operated += 1
+            report.interactions += 1
+            try:
+                self._wait(lambda: self._signature(index) != before, self.widget_timeout,
+                           "the Output to change", poll=0.2)
+            except TimeoutError:
+                report.problems.append(f"cell {index}: after {done} the widget's Output did not change "
+                                       f"within {self.widget_timeout:.0f} s")
+                continue
+            before = self._settled_signature(index)
+            errors = self.page.evaluate(_JS_STATE)["cells"][index]["errors"]
+            if errors:
+                report.problems.append(f"cell {index}: after {done} the widget shows an error: "
+                                       f"...{errors[-1][-400:]}")
+                return
+        if not operated:
+            report.problems.append(f"cell {index}: none of the widget's controls could be operated "
+                                   f"({', '.join(c.describe() for c in controls)})")
+
+    def _signature(self, index: int) -> str | None:
+        return self.page.evaluate(_JS_SIGNATURE, index)
+
+    def _settled_signature(self, index: int) -> str | None:
+        """The Output's content once the kernel is idle and it stopped changing (best effort)."""
+        deadline = time.monotonic() + self.widget_timeout
+        last = self._signature(index)
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            current = self._signature(index)
+            if current == last and self.page.evaluate(_JS_KERNEL) == "idle":
+                return current
+            last = current
+        return last
+
+    def _interact(self, control: Control) -> str | None:
+        """Operate one control like a user; returns what was done, or None if impossible."""
+        element = self.page.locator(f'[data-course-control="{control.mark}"]').first
+        element.scroll_into_view_if_needed()
+        kind = control.kind
+        if kind == "slider":
+            before = element.get_attribute("aria-valuenow")
+            element.focus()
+            for key in ("ArrowRight", "ArrowLeft"):
+                element.press(key)
+                time.sleep(0.1)
+                after = element.get_attribute("aria-valuenow")
+                if after != before:
+                    return f"moving {control.describe()} {before} -> {after}"
+            return None
+        if kind in ("dropdown", "select"):
+            # The last other option: a first option is often a placeholder such as "(pick one)".
+            index, options = element.evaluate("el => [el.selectedIndex, [...el.options].map(o => o.text)]")
+            others = [i for i in range(len(options)) if i != index]
+            if not others:
+                return None
+            element.select_option(index=others[-1])
+            was = repr(options[index]) if 0 <= index < len(options) else "nothing"
+            return f"picking {options[others[-1]]!r} in {control.describe()} (was {was})"
+        if kind in ("toggle-buttons", "radio"):
+            selector = ("button:not(.mod-active)" if kind == "toggle-buttons" else "input[type=radio]:not(:checked)")
+            choice = element.locator(selector).first
+            if choice.count() == 0:
+                return None
+            text = choice.text_content() or choice.get_attribute("value") or ""
+            choice.click()
+            return f"choosing {text.strip()!r} in {control.describe()}"
+        if kind in ("toggle", "button", "checkbox"):
+            element.click()
+            return f"clicking {control.describe()}"
+        if kind == "number":
+            element.focus()
+            element.press("ArrowUp")
+            element.press("Enter")
+            return f"incrementing {control.describe()}"
+        if kind == "text":  # keep a number-like value number-like ("32, 1" -> "32, 11")
+            value = element.input_value() or ""
+            element.fill(value + ("1" if value[-1:].isdigit() else "x"))
+            element.press("Enter")
+            return f"typing into {control.describe()}"
+        return None
+
+    # -- clean-up ----------------------------------------------------------------------------
+
+    def _screenshot(self, name: str, report: Report) -> None:
+        try:
+            self.screenshots.mkdir(parents=True, exist_ok=True)
+            target = self.screenshots / f"{Path(name).stem}.png"
+            self.page.screenshot(path=str(target))
+            report.notes.append(f"screenshot of the page: {target}")
+        except Exception as exc:  # a screenshot is a convenience; never mask the real failure
+            report.notes.append(f"no screenshot ({type(exc).__name__})")
+
+    def _close_notebook(self, healthy: bool) -> None:
+        try:
+            if self.page is not None:
+                self.page.evaluate(_JS_CLOSE)
+        except Exception:
+            healthy = False
+        self.server.shutdown_kernels()
+        if not healthy:  # start the next notebook from a fresh Lab page
+            try:
+                self.close()
+            except Exception:
+                self.page = None
+
+
+def require_browser() -> None:
+    """Skip (or, with ``REQUIRE_BROWSER_TESTS=1``, fail) when chromium/playwright are missing."""
+    import pytest
+
+    reason = browser_unavailable()
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"browser test required ({REQUIRE_ENV}=1) but cannot run: {reason}. "
+                    f"Install chromium (.ci/run does: apt-get install -y chromium) or unset {REQUIRE_ENV}.",
+                    pytrace=False)
+    pytest.skip(f"browser test skipped: {reason} (with {REQUIRE_ENV}=1 this is a failure)")

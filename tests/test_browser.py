@@ -1,0 +1,183 @@
+"""Every learner notebook runs in a real JupyterLab (headless Debian chromium via Playwright)
+with no error output, and every widget renders and reacts to input (COURSE_DESIGN section 6).
+
+One JupyterLab server over a temporary, output-free copy of ``notebooks/``; notebooks are
+opened one after another in one page, each kernel is shut down after its notebook. Skips
+without ``/usr/bin/chromium`` unless ``REQUIRE_BROWSER_TESTS=1`` (set by ``.ci/run``).
+
+Run one notebook:  ``.venv/bin/python -m pytest tests/test_browser.py -k 03_``
+Run other files:   ``BROWSER_NOTEBOOKS=/tmp/scratch .venv/bin/python -m pytest tests/test_browser.py``
+(a folder or ``:``-separated ``.ipynb`` paths). Failures leave a screenshot in ``runs/browser/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import browser_lab
+from browser_lab import CHROMIUM, CHROMIUM_ARGS, REQUIRE_ENV, LabDriver, LabServer
+from notebook_files import LEARNER, ROOT, nb_id
+
+
+def _notebooks() -> list[Path]:
+    chosen = os.environ.get("BROWSER_NOTEBOOKS")
+    if not chosen:
+        return LEARNER
+    paths: list[Path] = []
+    for item in chosen.split(os.pathsep):
+        path = Path(item).resolve()
+        paths += sorted(path.glob("*.ipynb")) if path.is_dir() else [path]
+    return paths
+
+
+NOTEBOOKS = _notebooks()
+SELFTEST = "_gate_selftest/selftest.ipynb"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory):
+    """(driver, {source notebook: path in the Lab}); everything is shut down afterwards."""
+    browser_lab.require_browser()
+    from playwright.sync_api import sync_playwright
+
+    base = tmp_path_factory.mktemp("browser")
+    root, workdir = base / "lab-root", base / "lab-state"
+    root.mkdir()
+    workdir.mkdir()
+    mapping = browser_lab.copy_without_outputs(NOTEBOOKS, root)
+    (root / SELFTEST).parent.mkdir()
+    nbformat.write(_selftest_notebook(), root / SELFTEST)
+    server = LabServer(root, workdir)
+    playwright = browser = driver = None
+    try:
+        server.start()
+        playwright = sync_playwright().start()
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                             headless=True)
+        driver = LabDriver(browser, server, ROOT / "runs" / "browser")
+        driver.open_lab()
+        yield driver, mapping
+    finally:
+        for step in (lambda: driver and driver.close(), lambda: browser and browser.close(),
+                     lambda: playwright and playwright.stop(), server.stop):
+            try:
+                step()
+            except Exception as exc:  # keep shutting the rest down
+                print(f"browser test clean-up: {type(exc).__name__}: {exc}")
+
+
+# --- the gate checks itself: a working widget passes, broken ones are caught -----------------
+
+_GOOD = '''import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+size = widgets.IntSlider(value=3, min=1, max=9, description="size")
+colour = widgets.Dropdown(options=["C0", "C1", "C2"], description="colour")
+mode = widgets.ToggleButtons(options=["line", "dots"])
+again = widgets.Button(description="redraw")
+out = widgets.Output()
+clicks = [0]
+
+def draw(change=None):
+    clicks[0] += 1
+    with out:
+        out.clear_output(wait=True)
+        fig, ax = plt.subplots(figsize=(2, 1.5))
+        ax.plot(range(size.value), "-" if mode.value == "line" else "o", color=colour.value)
+        ax.set_title(str(clicks[0]))
+        plt.show()
+
+for control in (size, colour, mode):
+    control.observe(draw, names="value")
+again.on_click(draw)
+draw()
+widgets.VBox([widgets.HBox([size, colour, mode, again]), out])'''
+
+_DEAD = '''import ipywidgets as widgets
+dead = widgets.IntSlider(value=2, min=0, max=5, description="dead")
+dead_out = widgets.Output()
+with dead_out:
+    print("value", dead.value)
+dead.observe(lambda change: None, names="value")   # the callback forgets to redraw
+widgets.VBox([dead, dead_out])'''
+
+_RAISES = '''import ipywidgets as widgets
+pick = widgets.Dropdown(options=["a", "b"], description="pick")
+pick_out = widgets.Output()
+
+def broken(change):
+    with pick_out:
+        pick_out.clear_output()
+        raise ValueError("broken callback")
+
+pick.observe(broken, names="value")
+with pick_out:
+    print("picked", pick.value)
+widgets.VBox([pick, pick_out])'''
+
+
+def _selftest_notebook():
+    cells = [nbformat.v4.new_markdown_cell("# Gate self-test"),
+             nbformat.v4.new_code_cell(_GOOD),
+             nbformat.v4.new_code_cell(_DEAD),
+             nbformat.v4.new_code_cell(_RAISES),
+             nbformat.v4.new_code_cell("1 / 0"),
+             nbformat.v4.new_code_cell("import sys\nprint('not a lesson', file=sys.stderr)"),
+             nbformat.v4.new_code_cell("print('this cell shows no widget')")]
+    cells[4].metadata["tags"] = ["raises-exception"]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+@pytest.mark.browser
+def test_gate_catches_broken_widgets_and_errors(lab) -> None:
+    driver, _ = lab
+    expected = browser_lab.Expected("selftest.ipynb", [c.cell_type for c in _selftest_notebook().cells],
+                                    error_cells={4}, raising_cells={4}, widgets={6: 1})
+    driver.widget_timeout = 10.0  # the dead widget waits this long; the others answer at once
+    try:
+        report = driver.run_notebook(SELFTEST, expected)
+    finally:
+        driver.widget_timeout = browser_lab.timeout("BROWSER_WIDGET_TIMEOUT")
+    text = report.format()
+    print(text)
+    about = {i: [p for p in report.problems if p.startswith(f"cell {i}")] for i in range(7)}
+    assert about[1] == [] and report.widgets == 3, text        # the working widget passes ...
+    assert report.interactions >= 6, text                      # ... after all 4 controls were operated
+    assert "did not change" in " ".join(about[2]), text        # a callback that does nothing
+    assert "shows an error" in " ".join(about[3]), text        # a callback that raises
+    assert about[4] == [], text                                # a tagged error is expected
+    assert "error/stderr" in " ".join(about[5]), text          # untagged stderr is not
+    assert "displays 1 widget" in " ".join(about[6]), text     # a widget promised by the file is missing
+
+
+def test_missing_chromium_skips_or_fails_when_required(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(browser_lab, "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.delenv(REQUIRE_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        browser_lab.require_browser()
+    monkeypatch.setenv(REQUIRE_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match=f"required \\({REQUIRE_ENV}=1\\).*not installed"):
+        browser_lab.require_browser()
+
+
+# --- the course's notebooks ---------------------------------------------------------------------
+
+_PARAMS = ([pytest.param(p, id=nb_id(p)) for p in NOTEBOOKS]
+           or [pytest.param(None, id="none", marks=pytest.mark.skip(reason="notebooks/ holds no notebooks yet"))])
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("notebook", _PARAMS)
+def test_notebook_runs_and_widgets_react(lab, notebook: Path, record_property) -> None:
+    driver, mapping = lab
+    report = driver.run_notebook(mapping[notebook], browser_lab.expectations(notebook))
+    record_property("seconds", round(report.seconds, 1))
+    record_property("widgets", report.widgets)
+    print(report.format())
+    assert not report.problems, report.format()
