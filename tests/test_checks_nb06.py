@@ -1,0 +1,121 @@
+"""Notebook 06 checkers: required ids and mistake names, the probes, other right/wrong answers."""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.checks import nb06
+from course_utils.exercises import check, get_exercise
+
+REQUIRED = {
+    "06.train_one_epoch": ["zero_grad", "model.train()", "softmax before CrossEntropyLoss",
+                           "last loss or a tensor"],
+    "06.evaluate": ["eval()", "gradients tracked", "argmax over the wrong dim"],
+    "06.clipped_step": ["zero_grad", "before backward", "after optimizer.step()", "tensor"],
+}
+
+
+def test_required_ids_and_mistake_names() -> None:
+    for exercise_id, words in REQUIRED.items():
+        names = " | ".join(m.name for m in get_exercise(exercise_id).mistakes)
+        for word in words:
+            assert word in names, (exercise_id, word, names)
+
+
+def test_checking_does_not_touch_the_global_rng() -> None:
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    for exercise_id in REQUIRED:
+        check(exercise_id, get_exercise(exercise_id).reference)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_train_one_epoch_other_right_answers() -> None:
+    def model_zero_grad_and_batch_mean(model, loader, loss_fn, optimizer, device):
+        model.train()
+        losses = []
+        for x, y in loader:
+            model.zero_grad(set_to_none=False)
+            loss = loss_fn(model(x.to(device)), y.to(device))
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return sum(losses) / len(losses)  # equal batches: the same mean
+    assert check("06.train_one_epoch", model_zero_grad_and_batch_mean).passed
+
+
+def test_train_one_epoch_functional_softmax_and_tensor_return() -> None:
+    def f_softmax(model, loader, loss_fn, optimizer, device):
+        model.train()
+        total = 0.0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(torch.nn.functional.softmax(model(x), dim=-1), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+        return total / len(loader)
+    assert "Hint (softmax before CrossEntropyLoss)" in check("06.train_one_epoch", f_softmax).message
+
+    def tensor_mean(model, loader, loss_fn, optimizer, device):
+        model.train()
+        losses = []
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+        return torch.stack(losses).mean()
+    assert "Hint (returns last loss or a tensor)" in check("06.train_one_epoch", tensor_mean).message
+
+
+def test_evaluate_other_right_answers() -> None:
+    def no_grad_max(model, loader, device):
+        model.eval()
+        correct = total = 0
+        with torch.no_grad():
+            for x, y in loader:
+                _, predicted = torch.max(model(x.to(device)), 1)
+                correct += int((predicted == y.to(device)).sum())
+                total += y.size(0)
+        return correct / total
+    assert check("06.evaluate", no_grad_max).passed
+
+
+def test_argmax_over_dim_0_is_named_even_when_shapes_happen_to_fit() -> None:
+    args, kwargs = nb06._eval_cases()[1]()  # batch size 4 == 4 classes: no error, wrong count
+    model, loader, device = args
+    wrong = nb06._eval_wrong_dim(model, loader, device)
+    right = nb06.evaluate_reference(*nb06._eval_cases()[1]()[0])
+    assert wrong != right
+    assert nb06._argmax_wrong_dim(wrong, args, kwargs)
+    assert not nb06._argmax_wrong_dim(right, args, kwargs)
+
+
+def test_probe_flags() -> None:
+    model = nb06.ProbeNet(0)
+    x = torch.randn(8, nb06.N_FEATURES)
+    model(x).sum().backward()
+    assert not model.stale_backward
+    model(x).sum().backward()
+    assert model.stale_backward
+    assert model.calls == [(True, True), (True, True)]
+    loss_fn = nb06.RecordingCrossEntropy()
+    loss_fn(torch.randn(4, 3), torch.tensor([0, 1, 2, 0]))
+    assert not loss_fn.saw_probabilities
+    loss_fn(torch.randn(4, 3).softmax(dim=1), torch.tensor([0, 1, 2, 0]))
+    assert loss_fn.saw_probabilities and len(loss_fn.values) == 2
+
+
+def test_clipped_step_with_clip_grad_value_is_not_ok() -> None:
+    def value_clip(model, loss_fn, x, y, optimizer, max_norm):
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters()])
+        torch.nn.utils.clip_grad_value_(model.parameters(), max_norm)
+        optimizer.step()
+        return norm.item()
+    result = check("06.clipped_step", value_clip)
+    assert result.status == "fail" and "parameters after the step differ" in result.message
