@@ -282,8 +282,12 @@ class _Watched(nn.Sequential):
 
 
 def _graph_kept_alive(model: nn.Module) -> bool:
-    gc.collect()
-    return any(ref() is not None for ref in getattr(model, "outputs", []))
+    def alive() -> bool:
+        return any(ref() is not None for ref in getattr(model, "outputs", []))
+    if not alive():
+        return False
+    gc.collect()  # only when needed: a full collection is slow in a big process
+    return alive()
 
 
 class _Square(nn.Module):

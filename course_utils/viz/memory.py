@@ -61,7 +61,9 @@ def plot_memory_breakdown(breakdowns: Mapping[str, MemoryBreakdown], ax=None, un
     ax.set_xlim(0, max(left) * 1.22)
     ax.set_xlabel(f"memory ({unit})")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=7, framealpha=0.9)
+    axes_inches = ax.get_position().height * ax.figure.get_figheight()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.42 / axes_inches), ncol=4, fontsize=7,
+              frameon=False, handlelength=1.2, columnspacing=1.0)  # below the x label
     return ax
 
 

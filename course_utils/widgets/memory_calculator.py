@@ -74,9 +74,9 @@ def memory_calculator(activation_bytes_per_sample: float, n_params: int = 1_000_
     if static:
         configs = {f"{OPTIMIZER_LABELS[o]}, float32": calculator_breakdown(
             n_params, batch_size, "float32", o, activation_bytes_per_sample) for o in STATE_COPIES}
-        for p in ("amp", "bf16"):
-            configs[f"Adam, {p}"] = calculator_breakdown(n_params, batch_size, p, "adam",
-                                                         activation_bytes_per_sample)
+        for p, label in (("amp", "AMP (16-bit autocast)"), ("bf16", "pure bfloat16")):
+            configs[f"Adam, {label}"] = calculator_breakdown(n_params, batch_size, p, "adam",
+                                                             activation_bytes_per_sample)
         ax = plot_memory_breakdown(configs, title=f"{n_params:,} parameters, batch {batch_size} "
                                                   f"({model_name}'s activations)")
         return ax.figure
