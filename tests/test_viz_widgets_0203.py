@@ -121,8 +121,11 @@ def test_broadcast_explorer_reacts() -> None:
     assert explorer.explanation.result == (64, 1)
     explorer.shape_a.value = "nonsense"
     assert explorer.explanation is None and "expected" in explorer.text
-    explorer.example.value = explorer.example.options[1][1]
+    assert explorer.example.value is None  # blank until an example is picked
+    explorer.example.value = explorer.example.options[0][1]
     assert explorer.shape_a.value == "32, 100" and explorer.explanation.result == (32, 100)
+    explorer.shape_b.value = "32, 1"       # editing a shape by hand deselects the example
+    assert explorer.example.value is None and explorer.explanation.result == (32, 100)
 
 
 def test_broadcast_static(capsys) -> None:

@@ -93,8 +93,8 @@ class BroadcastExplorer(w.VBox):
 
         self.shape_a = w.Text(value=as_text(shape_a), description="shape a", continuous_update=False)
         self.shape_b = w.Text(value=as_text(shape_b), description="shape b", continuous_update=False)
-        self.example = w.Dropdown(options=[("(pick an example)", None)] + [(label, (a, b)) for label, a, b in EXAMPLES],
-                                  value=None, description="example")
+        self.example = w.Dropdown(options=[(label, (a, b)) for label, a, b in EXAMPLES], value=None,
+                                  description="example")  # starts blank: the shapes above are free text
         self.output = w.Output()
         self.explanation: BroadcastExplanation | None = None
         self.error: str | None = None
@@ -117,6 +117,8 @@ class BroadcastExplorer(w.VBox):
     def _refresh(self, change=None) -> None:
         if self._picking:
             return
+        if self.example.value is not None and self.example.value != (self.shape_a.value, self.shape_b.value):
+            self.example.value = None  # the shapes were edited by hand: no example is selected any more
         try:
             self.explanation, self.error = explain_broadcast(self.shape_a.value, self.shape_b.value), None
             self.text = _report(self.explanation)
