@@ -157,8 +157,8 @@ def _call(func: Callable[..., Any], factory: CaseFactory) -> tuple[Any, tuple, d
 def _describe_exception(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = ""
-    for frame in reversed(frames):
-        if "course_utils" not in frame.filename:
+    for frame in reversed(frames):  # the learner's own line: skip course_utils, torch, libraries
+        if not any(part in frame.filename for part in ("course_utils", "site-packages", "/torch/")):
             line = (frame.line or "").strip()
             where = f" (in `{line}`)" if line else ""
             break
