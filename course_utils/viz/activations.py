@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:
@@ -27,13 +28,25 @@ if TYPE_CHECKING:
 COLORS = {"default": "tab:gray", "kaiming": "tab:blue", "xavier": "tab:orange", "zero": "tab:red"}
 
 
+def zero_floor(*tables: Mapping[str, Sequence[float]]) -> float:
+    """Where to draw exact zeros: 1e-6, or a power of ten below every positive value.
+
+    >>> zero_floor({"a": [0.5, 0.0]}), zero_floor({"a": [3e-8]}, {"b": [1.0]})
+    (1e-06, 1e-09)
+    """
+    positive = [float(v) for table in tables for values in table.values() for v in values if v > 0]
+    if not positive or min(positive) / 10 >= 1e-6:
+        return 1e-6
+    return 10.0 ** math.floor(math.log10(min(positive) / 10))
+
+
 def plot_activation_stds(stds: Mapping[str, Sequence[float]], *, ax: "Axes | None" = None,
                          title: str | None = None, highlight: str | None = None,
                          floor: float | None = None) -> "Figure":
     """Plot ``{label: [std after layer 1, std after layer 2, ...]}`` on a log y-axis.
 
     ``highlight`` draws that label bold and the others faint. Values <= ``floor`` are drawn
-    at ``floor`` (default: 1e-6, or a tenth of the smallest positive value if that is lower).
+    at ``floor`` (default: :func:`zero_floor`; pass one floor to panels that share an axis).
     Returns the figure (the caller shows or closes it).
     """
     import matplotlib.pyplot as plt
@@ -49,8 +62,7 @@ def plot_activation_stds(stds: Mapping[str, Sequence[float]], *, ax: "Axes | Non
             raise ValueError(f"expected non-negative numbers for {label!r}, found {list(values)[:5]}; "
                              f"standard deviations are >= 0 (and not NaN)")
     if floor is None:
-        positive = [float(v) for values in stds.values() for v in values if v > 0]
-        floor = min(1e-6, min(positive) / 10) if positive else 1e-6
+        floor = zero_floor(stds)
     if ax is None:
         fig, ax = plt.subplots()
     else:

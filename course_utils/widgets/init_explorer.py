@@ -104,13 +104,14 @@ def _summary(scheme: str, stds: list[float]) -> str:
 def _static(depth: int, width: int) -> "Figure":
     import matplotlib.pyplot as plt
 
-    from course_utils.viz.activations import plot_activation_stds
+    from course_utils.viz.activations import plot_activation_stds, zero_floor
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
-    for ax, activation in zip(axes, ACTIVATIONS):
-        stds = {s: activation_stds(s, activation, depth, width) for s in INITS}
+    tables = {a: {s: activation_stds(s, a, depth, width) for s in INITS} for a in ACTIVATIONS}
+    floor = zero_floor(*tables.values())
+    for ax, (activation, stds) in zip(axes, tables.items()):
         name = "ReLU" if activation == "relu" else "tanh"
-        plot_activation_stds(stds, ax=ax, title=f"{name}, {depth} layers")
+        plot_activation_stds(stds, ax=ax, title=f"{name}, {depth} layers", floor=floor)
     fig.tight_layout()
     return fig
 
