@@ -307,6 +307,13 @@ _JS_OPEN = """async (path) => {
   return panel.id;
 }"""
 
+# Cheap enough to poll while a notebook runs (no DOM walk, no layout).
+_JS_PROGRESS = """() => {
+  const p = window.__coursePanel;
+  const k = p && p.sessionContext.session && p.sessionContext.session.kernel;
+  return {kernel: k ? k.status : 'none', run: window.__courseRun, messages: window.__courseMessages};
+}"""
+
 _JS_KERNEL = """() => {
   const p = window.__coursePanel;
   const k = p && p.sessionContext.session && p.sessionContext.session.kernel;
@@ -344,7 +351,7 @@ _JS_STATE = """() => {
     const prompt = node.querySelector('.jp-InputArea-prompt, .jp-InputPrompt');
     const errors = [...node.querySelectorAll(
         '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-        .map(e => e.innerText.trim().slice(-600));
+        .map(e => e.textContent.trim().slice(-600));
     const tops = [...node.querySelectorAll(
         '.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output')];
     const widgets = tops.filter(o => o.classList.contains('jupyter-widgets')
@@ -356,7 +363,7 @@ _JS_STATE = """() => {
         return {broken: /^(Loading widget|Error displaying widget)/.test(text) ? text.slice(0, 200) : '',
                 visible: box.width > 0 && box.height > 0};
       });
-    return {type: cell.model.type, prompt: prompt ? prompt.innerText.trim() : '', errors, widgets};
+    return {type: cell.model.type, prompt: prompt ? prompt.textContent.trim() : '', errors, widgets};
   });
   return {kernel: k ? k.status : 'none', run: window.__courseRun, messages: window.__courseMessages, cells};
 }"""
@@ -496,25 +503,36 @@ class LabDriver:
     def _wait_run_finished(self) -> dict:
         """Until Run All returned, every execute request sent got its reply and the kernel is idle
         (three polls in a row)."""
-        streak: dict[str, Any] = {"settled": 0, "state": None}
+        streak = 0
 
-        def finished() -> dict | None:
-            state = self.page.evaluate(_JS_STATE)
-            messages = state["messages"] or {"sent": 0, "replies": 0}
-            settled = (state["run"] is not None and state["kernel"] == "idle"
+        def finished() -> bool:
+            nonlocal streak
+            progress = self.page.evaluate(_JS_PROGRESS)
+            messages = progress["messages"] or {"sent": 0, "replies": 0}
+            settled = (progress["run"] is not None and progress["kernel"] == "idle"
                        and 0 < messages["sent"] <= messages["replies"])
-            streak["state"] = state
-            streak["settled"] = streak["settled"] + 1 if settled else 0
-            return state if streak["settled"] >= 3 else None
+            streak = streak + 1 if settled else 0
+            return streak >= 3
 
         try:
-            return self._wait(finished, timeout("BROWSER_RUN_TIMEOUT"), "Run All Cells to finish", poll=0.5)
+            self._wait(finished, timeout("BROWSER_RUN_TIMEOUT"), "Run All Cells to finish", poll=0.5)
         except TimeoutError as exc:
-            state = streak["state"] or self.page.evaluate(_JS_STATE)
+            state = self.page.evaluate(_JS_STATE)
             busy = [i for i, c in enumerate(state["cells"]) if c["prompt"] == "[*]:"]
             raise TimeoutError(f"{exc} (kernel {state['kernel']}, cells still running: {busy}, "
                                f"execute requests/replies: {state['messages']}); "
                                f"set BROWSER_RUN_TIMEOUT to allow more") from None
+        return self._wait_widgets_loaded()
+
+    def _wait_widgets_loaded(self) -> dict:
+        """The page state once no widget says "Loading widget..." (or the widget timeout passed)."""
+        deadline = time.monotonic() + self.widget_timeout
+        while True:
+            state = self.page.evaluate(_JS_STATE)
+            loading = any(v["broken"].startswith("Loading widget") for c in state["cells"] for v in c["widgets"])
+            if not loading or time.monotonic() > deadline:
+                return state
+            time.sleep(0.3)
 
     def _check_cells(self, state: dict, expected: Expected, report: Report) -> None:
         cells = state["cells"]
