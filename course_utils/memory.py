@@ -9,10 +9,9 @@
   leaves out parameters and buffers, which exist whether or not you train.
 * **CUDA counters** (:func:`cuda_memory`, :func:`cuda_peak`) when a GPU is present.
 
-Pack hooks return ``t.detach()``, never ``t``: a saved *output* (a ReLU saves its result)
-that the hook hands back to autograd unchanged points to its own ``grad_fn``, which owns the
-saved copy. That cycle runs through C++, so if backward never runs, not even ``gc.collect()``
-frees the graph (PyTorch's saved-tensor-hooks docs explain this caveat).
+Pack hooks return ``t.detach()``, never ``t``: a saved *output* handed back unchanged points
+to its own ``grad_fn``, which owns it; without a backward, not even ``gc.collect()`` frees that
+C++ cycle (a caveat in PyTorch's saved-tensor-hooks docs).
 
 Adam's ``step`` counters: since torch 2.0 each parameter's Adam/AdamW state holds a 0-dim
 ``step`` tensor next to ``exp_avg`` and ``exp_avg_sq``: 4 bytes (float32; 8 if the default
@@ -50,8 +49,7 @@ STATE_COPIES: dict[str, int] = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
 
 
 def _check_optimizer_name(name: str) -> str:
-    key = str(name).lower().replace("+", "_").replace(" ", "_")
-    key = {"sgd_momentum": "momentum"}.get(key, key)
+    key = str(name).lower().replace("+", "_").replace(" ", "_").replace("sgd_momentum", "momentum")
     if key not in STATE_COPIES:
         raise ValueError(f"expected an optimizer name in {sorted(STATE_COPIES)}, found {name!r}; "
                          f"try 'adam'")
@@ -71,13 +69,10 @@ def format_bytes(n: float) -> str:
     >>> format_bytes(1536), format_bytes(3 * 2**20), format_bytes(12)
     ('1.50 KiB', '3.00 MiB', '12 B')
     """
-    if abs(n) < 1024:
-        return f"{int(n)} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.2f} {unit}"
-    raise AssertionError("unreachable")
+    step = 0
+    while abs(n) >= 1024 and step < 4:
+        n, step = n / 1024, step + 1
+    return f"{int(n)} B" if step == 0 else f"{n:.2f} {('KiB', 'MiB', 'GiB', 'TiB')[step - 1]}"
 
 
 @dataclass(frozen=True)
@@ -104,18 +99,13 @@ class MemoryBreakdown:
         return "\n".join(rows + [f"{'total':<16}{format_bytes(self.total):>12}"])
 
 
-def _storage_key(t: torch.Tensor) -> tuple[str, int]:
+def _storage(t: torch.Tensor) -> tuple[tuple[str, int], int]:
+    """(a key identifying t's storage, the storage's bytes)."""
     try:
-        return (str(t.device), t.untyped_storage().data_ptr())
+        storage = t.untyped_storage()
+        return (str(t.device), storage.data_ptr()), storage.nbytes()
     except (RuntimeError, NotImplementedError):  # tensor subclasses without a plain storage
-        return ("id", id(t))
-
-
-def _storage_nbytes(t: torch.Tensor) -> int:
-    try:
-        return t.untyped_storage().nbytes()
-    except (RuntimeError, NotImplementedError):
-        return t.numel() * t.element_size()
+        return ("id", id(t)), t.numel() * t.element_size()
 
 
 def unique_storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
@@ -127,13 +117,9 @@ def unique_storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     """
     seen: dict[tuple[str, int], int] = {}
     for t in tensors:
-        seen[_storage_key(t)] = _storage_nbytes(t)
+        key, nbytes = _storage(t)
+        seen[key] = nbytes
     return sum(seen.values())
-
-
-def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
-    """Parameters with ``requires_grad`` (shared ones once)."""
-    return [p for p in model.parameters() if p.requires_grad]
 
 
 def make_optimizer(name: str, params: Iterable[Any], lr: float = 1e-3) -> torch.optim.Optimizer:
@@ -163,7 +149,7 @@ def predict_training_memory(model: nn.Module, optimizer: str = "adam", dtype: to
         return p.numel() * (dtype_bytes(dtype) if dtype is not None else p.element_size())
 
     params = sum(size(p) for p in model.parameters())
-    trainable = trainable_parameters(model)
+    trainable = [p for p in model.parameters() if p.requires_grad]
     grads = sum(size(p) for p in trainable)
     state = STATE_COPIES[key] * grads
     if key in ("adam", "adamw") and include_step:
@@ -214,7 +200,7 @@ class SavedTensorsMeter:
     def __init__(self, exclude: nn.Module | Iterable[torch.Tensor] = ()) -> None:
         if isinstance(exclude, nn.Module):
             exclude = list(exclude.parameters()) + list(exclude.buffers())
-        self._excluded = {_storage_key(t) for t in exclude}
+        self._excluded = {_storage(t)[0] for t in exclude}
         self._bytes: dict[tuple[str, int], int] = {}
         self._alive: list[Any] = []  # storages kept alive while measuring: no address reuse
         self._weak: dict[tuple[str, int], list[Any]] = {}  # weakrefs to what the graph holds
@@ -222,7 +208,7 @@ class SavedTensorsMeter:
         self._hooks: Any = None
 
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        key, nbytes = _storage_key(t), _storage_nbytes(t)
+        key, nbytes = _storage(t)
         packed = t.detach()  # never `t` itself: see the module docstring
         if key in self._excluded:
             counted = "parameter/buffer"
@@ -295,11 +281,9 @@ def _cuda_device(device: torch.device | str | None) -> torch.device:
 
 def cuda_memory(device: torch.device | str | None = None) -> dict[str, int]:
     """Allocated / reserved bytes now and their peaks since the last reset (CUDA only)."""
-    device = _cuda_device(device)
-    return {"allocated": torch.cuda.memory_allocated(device),
-            "reserved": torch.cuda.memory_reserved(device),
-            "peak_allocated": torch.cuda.max_memory_allocated(device),
-            "peak_reserved": torch.cuda.max_memory_reserved(device)}
+    d, cuda = _cuda_device(device), torch.cuda
+    return {"allocated": cuda.memory_allocated(d), "reserved": cuda.memory_reserved(d),
+            "peak_allocated": cuda.max_memory_allocated(d), "peak_reserved": cuda.max_memory_reserved(d)}
 
 
 def cuda_peak(fn: Callable[[], Any], device: torch.device | str | None = None) -> tuple[Any, int]:

@@ -516,53 +516,20 @@ def _amp_verify(out, ref, args, kwargs):
     return None
 
 
-def _amp_unscaled_backward(model, x, y, loss_fn, optimizer, scaler, device_type):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
-        loss = loss_fn(model(x), y)
-    loss.backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss.item()
-
-
-def _amp_optimizer_step(model, x, y, loss_fn, optimizer, scaler, device_type):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
-        loss = loss_fn(model(x), y)
-    scaler.scale(loss).backward()
-    optimizer.step()
-    scaler.update()
-    return loss.item()
-
-
-def _amp_no_update(model, x, y, loss_fn, optimizer, scaler, device_type):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
-        loss = loss_fn(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    return loss.item()
-
-
-def _amp_scaled_loss(model, x, y, loss_fn, optimizer, scaler, device_type):
-    optimizer.zero_grad()
-    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
-        loss = loss_fn(model(x), y)
-    scaled = scaler.scale(loss)
-    scaled.backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return scaled.item()
-
-
-def _amp_no_autocast(model, x, y, loss_fn, optimizer, scaler, device_type):
-    optimizer.zero_grad()
-    loss = loss_fn(model(x), y)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss.item()
+def _amp_variant(*, scaled_backward: bool = True, scaler_step: bool = True, update: bool = True,
+                 autocast: bool = True, return_scaled: bool = False):
+    """A wrong amp_train_step: the reference with one part left out or changed."""
+    def step(model, x, y, loss_fn, optimizer, scaler, device_type):
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(model(x), y)
+        scaled = scaler.scale(loss) if scaled_backward or return_scaled else loss
+        scaled.backward()
+        scaler.step(optimizer) if scaler_step else optimizer.step()
+        if update:
+            scaler.update()
+        return (scaled if return_scaled else loss).item()
+    return step
 
 
 def _calls(args: tuple) -> list[str]:
@@ -583,31 +550,31 @@ register(Exercise(
         Mistake("backward on unscaled loss",
                 "call scaler.scale(loss).backward(): scaling the loss before backward is what keeps "
                 "small fp16 gradients from flushing to zero (scaler.step divides the scale back out).",
-                _amp_unscaled_backward,
+                _amp_variant(scaled_backward=False),
                 detect=lambda out, a, k: "scale" not in _calls(a)
                 or _close_ratio(_grad_ratio(a), 1.0 / a[5].initial_scale),
                 error_match="did not use scaler.scale"),
         Mistake("`optimizer.step()` instead of `scaler.step`",
                 "call scaler.step(optimizer), not optimizer.step(): it unscales the gradients, checks "
                 "them for inf/NaN and skips the update when they overflowed.",
-                _amp_optimizer_step,
+                _amp_variant(scaler_step=False),
                 detect=lambda out, a, k: "step" not in _calls(a),
                 error_match="No inf checks were recorded"),
         Mistake("no `scaler.update()`",
                 "end every step with scaler.update(): it halves the scale after an overflow and grows "
                 "it after a run of good steps; without it the scale never adapts (and the next "
                 "scaler.step raises).",
-                _amp_no_update,
+                _amp_variant(update=False),
                 detect=lambda out, a, k: "update" not in _calls(a)),
         Mistake("returns the scaled loss",
                 "return loss.item(), the loss before scaling; scaler.scale(loss) is only for backward.",
-                _amp_scaled_loss,
+                _amp_variant(return_scaled=True),
                 detect=lambda out, a, k: isinstance(out, float) and math.isclose(
                     out, _amp_expected(a[5].recipe)["loss"] * a[5].initial_scale, rel_tol=0.05)),
         Mistake("no autocast",
                 "run the forward pass and the loss inside `with torch.autocast(device_type=device_type, "
                 "dtype=...)`; without it everything stays float32.",
-                _amp_no_autocast,
+                _amp_variant(autocast=False),
                 detect=lambda out, a, k: not any(getattr(a[0], "autocast_seen", [True]))),
     ],
 ))
