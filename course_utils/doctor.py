@@ -10,8 +10,8 @@ the classic troubleshooting table and the "loss will not go down" checklist into
    the loss (softmax outputs, label range, broadcasting shapes, dtypes), NaN/Inf per layer,
    which parameters receive gradients, whether gradients carry over (missing ``zero_grad``),
    Dropout/BatchNorm in eval mode;
-3. overfitting one batch for up to ``max_steps`` steps: does the loss fall, or diverge?
-   (With lr x10 or x0.1 as a second opinion.)
+3. overfitting the batch's first 16 samples for up to ``max_steps`` steps: does the loss fall,
+   or diverge? (With lr x10 or x0.1 as a second opinion.)
 
 Codes are stable strings (:data:`CODES`); ``Report.codes`` is their set.
 
@@ -42,13 +42,15 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from course_utils.doctor_analysis import overfit_findings, step_findings
+from course_utils.doctor_analysis import divergence, overfit_findings, step_findings
 from course_utils.doctor_checks import device_findings, input_findings, leaves, optimizer_findings
 from course_utils.doctor_probes import preserved_state, probe_overfit, probe_step
 from course_utils.doctor_report import CODES, Finding, Report
 
-__all__ = ["CODES", "Finding", "Report", "diagnose", "standard_step", "split_batch"]
+__all__ = ["CODES", "Finding", "Report", "diagnose", "first_samples", "standard_step", "split_batch"]
 
+#: The one-batch overfitting probe trains on this many samples (fast, and easy to memorise).
+OVERFIT_SAMPLES = 16
 _PAIRS = [("x", "y"), ("input", "target"), ("inputs", "targets"), ("image", "label"),
           ("images", "labels"), ("features", "target"), ("features", "targets")]
 
@@ -66,6 +68,30 @@ def split_batch(batch: Any) -> tuple[Any, Any] | None:
             if x_key in batch and y_key in batch:
                 return batch[x_key], batch[y_key]
     return None
+
+
+def first_samples(batch: Any, n: int) -> Any:
+    """The first ``n`` samples of every tensor in the batch (the batch itself when it is not larger,
+    or when its tensors do not share one leading size).
+
+    >>> x, y = first_samples((torch.zeros(64, 3), torch.zeros(64)), 16)
+    >>> x.shape, y.shape
+    (torch.Size([16, 3]), torch.Size([16]))
+    """
+    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
+    if len(sizes) != 1 or next(iter(sizes)) <= n:
+        return batch
+
+    def cut(obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return obj[:n] if obj.dim() > 0 else obj
+        if isinstance(obj, dict):
+            return {key: cut(value) for key, value in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            items = [cut(value) for value in obj]
+            return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+        return obj
+    return cut(batch)
 
 
 def standard_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer, loss_fn: Any) -> Any:
@@ -183,16 +209,15 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
 def _overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any, step: Any,
              max_steps: int, found: list[Finding], notes: list[str], measurements: dict) -> list[Finding]:
     blocked = any(f.severity == "error" for f in found)
-    main = probe_overfit(model, optimizer, batch, loss_fn, step, max_steps)
+    small = first_samples(batch, OVERFIT_SAMPLES)
+    main = probe_overfit(model, optimizer, small, loss_fn, step, max_steps)
     measurements["overfit_losses"] = main.losses
     other = None
     if not blocked and main.error is None and main.losses and main.step_calls and main.changed:
-        start, losses = main.losses[0], main.losses
-        finite = [v for v in losses if v == v and abs(v) != float("inf")]
-        if len(finite) < len(losses) or max(losses) > 2 * start:
-            other = probe_overfit(model, optimizer, batch, loss_fn, step, max_steps, lr_scale=0.1)
-        elif min(finite) > 0.9 * start:
-            other = probe_overfit(model, optimizer, batch, loss_fn, step, max_steps, lr_scale=10.0)
+        scale = 0.1 if divergence(main.losses) else 10.0
+        if scale < 1 or main.losses[0] > 0 and min(main.losses) > 0.9 * main.losses[0]:
+            other = probe_overfit(model, optimizer, small, loss_fn, step, max(max_steps // 2, 1), lr_scale=scale,
+                                  budget_s=1.0, min_steps=10)
     if other is not None:
         measurements["second_opinion_losses"] = other.losses
     new, extra = overfit_findings(main, other, blocked,

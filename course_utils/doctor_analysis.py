@@ -1,10 +1,13 @@
 """Turn what the doctor's probes recorded into findings (see :mod:`course_utils.doctor`).
 
 Example:
-    >>> record = OverfitRecord(losses=[2.3, 2.0, 1.1], lrs=[0.1], step_calls=3, changed=0.2)
+    >>> record = OverfitRecord(losses=[2.3, 2.0, 1.1], lrs=[0.1], step_calls=3, changed=0.2, samples=16)
     >>> found, notes = overfit_findings(record, None, blocked=False, input_warning=False)
     >>> found, notes[0]
-    ([], 'one-batch overfit: the loss fell from 2.3 to 1.1 in 3 steps (48% of the start) at lr 0.1.')
+    ([], 'one-batch overfit (first 16 samples): the loss fell from 2.3 to 1.1 in 3 steps (48% of the start) at lr 0.1.')
+    >>> found, _ = overfit_findings(OverfitRecord([2.3, 9.0, float("nan")], [10.0], 3, 1.0, 8), None, False, False)
+    >>> found[0].code, "became nan at step 3" in found[0].message
+    ('LR_TOO_HIGH', True)
 """
 
 from __future__ import annotations
@@ -26,13 +29,6 @@ def _names(ids: list[int], names: dict[int, str], limit: int = 4) -> str:
 
 def _lr(lrs: list[float]) -> str:
     return " / ".join(f"{lr:.3g}" for lr in lrs)
-
-
-def _outcome(record: OverfitRecord) -> str:
-    losses = record.losses
-    if any(not math.isfinite(x) for x in losses) or max(losses) > 2 * losses[0]:
-        return f"the loss still diverged (to {losses[-1]:.4g} in {len(losses)} steps)"
-    return f"the loss fell to {min(losses):.4g} in {len(losses)} steps"
 
 
 def step_findings(record: StepRecord, loss_fn: Any, target: Any, standard: bool) -> list[Finding]:
@@ -117,7 +113,7 @@ def _zero_grad(record: StepRecord) -> list[Finding]:
     if diff / norm1 <= 1e-3:
         return []
     return [finding("ZERO_GRAD_MISSING", "error",
-                    f"the same parameters, batch and dropout masks were used twice, yet the gradient at the "
+                    f"the same parameters, batch and random numbers were used twice, yet the gradient at the "
                     f"second optimizer.step() had norm {norm2:.4g}, {norm2 / norm1:.2f}x the first "
                     f"({norm1:.4g}): the first step's gradient was still in .grad.",
                     "backward() adds to .grad instead of overwriting it; without zero_grad() each update "
@@ -143,43 +139,71 @@ def _eval_mode(record: StepRecord, standard: bool) -> list[Finding]:
                     "model.eval(), so switch back). Freezing BatchNorm on purpose? Then ignore this.")]
 
 
+def divergence(losses: list[float]) -> str | None:
+    """How the loss diverged ("became nan at step 4", "rose to ... at step 2"), or None."""
+    start = losses[0]
+    for step, value in enumerate(losses, start=1):
+        if not math.isfinite(value):
+            return f"became {value} at step {step}"
+        if start > 0 and value > 2 * start:
+            how = f"rose to {value:.4g} ({value / start:.3g}x its start) at step {step}"
+            later = next(((n, v) for n, v in enumerate(losses, start=1) if not math.isfinite(v)), None)
+            if later:
+                return how + f" and became {later[1]} at step {later[0]}"
+            peak = max(losses)
+            return how + (f", peaking at {peak:.4g}" if peak > value else "")
+    return None
+
+
+def _summary(record: OverfitRecord) -> str:
+    losses, lr = record.losses, _lr(record.lrs)
+    start = losses[0]
+    best = min((x for x in losses if math.isfinite(x)), default=math.nan)
+    steps = f"{len(losses)} step{'s' * (len(losses) != 1)}"
+    how = divergence(losses)
+    if how:
+        return f"starting at {start:.4g}, the loss {how} (lr {lr}, {steps} run)"
+    if best <= 0.5 * start:
+        return f"the loss fell from {start:.4g} to {best:.4g} in {steps} ({best / start:.0%} of the start) at lr {lr}"
+    return f"the loss went from {start:.4g} to {best:.4g} at best in {steps} at lr {lr}"
+
+
+def _outcome(record: OverfitRecord) -> str:
+    how = divergence(record.losses)
+    if how:
+        return f"the loss still {how}"
+    return f"the loss fell to {min(record.losses):.4g} in {len(record.losses)} steps"
+
+
 def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: bool,
                      input_warning: bool) -> tuple[list[Finding], list[str]]:
     """LR_TOO_HIGH / CANNOT_OVERFIT_BATCH from the one-batch probe (``other``: lr x10 or /10)."""
     if main.error is not None:
         return [main.error], []
-    losses, lr = main.losses, _lr(main.lrs)
-    start, best = losses[0], min((x for x in losses if math.isfinite(x)), default=math.nan)
-    diverged = any(not math.isfinite(x) for x in losses) or max(losses) > 2 * start
-    steps = f"{len(losses)} step{'s' * (len(losses) != 1)}"
-    summary = (f"the loss went from {start:.4g} to {losses[-1]:.4g} in {steps} "
-               f"(lowest {best:.4g}) at lr {lr}")
-    if diverged:
-        summary = summary.replace("went from", "diverged from")
-    elif best <= 0.5 * start:
-        summary = (f"the loss fell from {start:.4g} to {best:.4g} in {steps} "
-                   f"({best / start:.0%} of the start) at lr {lr}")
-    notes = [f"one-batch overfit: {summary}."]
+    summary, start = _summary(main), main.losses[0]
+    notes = [f"one-batch overfit (first {main.samples} samples): {summary}."]
     if blocked:  # errors above already explain a bad result; report it only as a measurement
         notes[0] = notes[0][:-1] + " (explained by the errors above)."
         return [], notes
     if main.step_calls == 0 or main.changed == 0:
         why = ("your step never called optimizer.step()" if main.step_calls == 0 else
-               f"optimizer.step() ran {main.step_calls} times but no parameter changed (lr {lr})")
+               f"optimizer.step() ran {main.step_calls} times but no parameter changed (lr {_lr(main.lrs)})")
         return [finding("CANNOT_OVERFIT_BATCH", "error", f"{summary}: {why}.",
                         "a model whose parameters never change cannot learn anything.",
                         "call optimizer.step() after loss.backward() in every step, with a "
                         "learning rate above 0.")], notes
-    if diverged:
+    if not start > 0:  # a loss that can be negative: no relative judgement
+        return [], notes
+    if divergence(main.losses):
         tail = f" With lr x0.1 ({_lr(other.lrs)}) {_outcome(other)}." if other is not None and other.losses else ""
         extra = (" The inputs are not normalised (see INPUT_NOT_NORMALIZED): normalising them often "
                  "fixes this without touching the learning rate." if input_warning else "")
-        return [finding("LR_TOO_HIGH", "error", f"training on one batch, {summary}: the loss rose above "
-                        f"twice its start or became NaN/Inf.{tail}{extra}",
-                        "steps that are too large overshoot the minimum, so each update makes the loss "
-                        "worse until the numbers overflow.",
+        return [finding("LR_TOO_HIGH", "error", f"training a copy on {main.samples} samples, {summary}.{tail}{extra}",
+                        "steps that are too large overshoot the minimum: the loss jumps up instead of "
+                        "down, and repeated overshoots grow until the numbers overflow to Inf/NaN.",
                         "lower the learning rate 10x at a time until the loss falls steadily (typical: "
                         "Adam 1e-3, SGD 0.01-0.1); gradient clipping and warm-up help with spikes.")], notes
+    best = min(main.losses)
     if best <= 0.9 * start:
         return [], notes
     flat = best > 0.99 * start
@@ -188,7 +212,7 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
             f"{': the learning rate is probably too low' if helped else ', no better'}."
             if other is not None and other.losses else "")
     return [finding("CANNOT_OVERFIT_BATCH", "error" if flat or not helped else "warning",
-                    f"training on one batch, {summary}: {1 - best / start:.1%} lower.{tail}",
+                    f"training a copy on {main.samples} samples, {summary}: only {1 - best / start:.1%} lower.{tail}",
                     "a healthy setup can memorise a single batch quickly; if it cannot, full training "
                     "will not work either (the 'loss will not go down' checklist).",
                     "if lr x10 helped, raise the learning rate; otherwise check that the targets match "

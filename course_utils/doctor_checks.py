@@ -229,7 +229,7 @@ def _softmax_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> 
     classes = p.shape[1]
     if isinstance(loss_fn, nn.NLLLoss) or loss_fn is F.nll_loss:
         return finding("SOFTMAX_BEFORE_CE", "error",
-                       f"NLLLoss received probabilities (in [0, 1], rows sum to 1 within {row_error:.1g}) "
+                       "NLLLoss received probabilities (in [0, 1], every row sums to 1) "
                        "instead of log-probabilities.",
                        "NLLLoss returns -input[label]: on probabilities that is -p, not -log p, so the "
                        "gradients are wrong and confident mistakes are barely punished.",
@@ -238,7 +238,7 @@ def _softmax_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> 
     floor = math.log(1 + (classes - 1) / math.e)
     return finding("SOFTMAX_BEFORE_CE", "error",
                    f"the scores given to the loss are probabilities: all in [0, 1] and every row sums to 1 "
-                   f"(within {row_error:.1g}) over {classes} classes. CrossEntropyLoss applies log_softmax "
+                   f"over {classes} classes. CrossEntropyLoss applies log_softmax "
                    f"itself, so with {classes} classes the loss can never fall below {floor:.3f}.",
                    "softmax is applied twice: the scores are squashed into [0, 1], gradients shrink "
                    "and training crawls, then stalls at a high loss.",

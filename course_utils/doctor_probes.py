@@ -255,6 +255,7 @@ class OverfitRecord:
     lrs: list[float]
     step_calls: int
     changed: float
+    samples: int = 0
     stopped_by_time: bool = False
     error: Finding | None = None
 
@@ -273,7 +274,8 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
     handle = opt_c.register_step_post_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
     _, trainable = _trainable(model_c, opt_c)
     before = [p.detach().clone() for p in trainable]
-    record = OverfitRecord([], lrs, 0, 0.0)
+    sizes = {t.shape[0] for _, t in leaves(batch_c) if t.dim() > 0}
+    record = OverfitRecord([], lrs, 0, 0.0, samples=sizes.pop() if len(sizes) == 1 else 0)
     recorder = LossRecorder(loss_c)
     seed_all()
     start = time.perf_counter()

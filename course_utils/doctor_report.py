@@ -143,7 +143,7 @@ class Report:
         cell = "style='text-align:left;vertical-align:top;padding:4px 8px'"
         rows = []
         for item in self._ordered():
-            observed, why, fix = (html.escape(part) for part in item.parts())
+            observed, why, fix = (html.escape(part[:1].upper() + part[1:]) for part in item.parts())
             rows.append(
                 f"<tr><td {cell}><b style='color:{colours[item.severity]}'>{item.severity}</b></td>"
                 f"<td {cell}><code>{item.code}</code></td><td {cell}>{observed}</td>"
