@@ -1,0 +1,388 @@
+"""Exercises of notebook 10 (performance, compile, export): timing, sync-free logging, export-ready branches."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+# --- 10.time_it ------------------------------------------------------------------------------
+#
+# The checker cannot use a real GPU, so it hands the candidate a *fake asynchronous device*:
+# fn() "launches" work and returns at once (like a CUDA kernel launch), the work finishes
+# later on the device's own timeline, sync() waits for it, and clock() reads fake time.
+# The arithmetic is exact, so the check is instant and never flaky.
+
+
+class FakeAsyncDevice:
+    """fn() costs ``launch`` s on the host and queues ``first`` (first call) or ``cost`` s of device work."""
+
+    def __init__(self, cost: float, first: float, launch: float = 1e-4, asynchronous: bool = True):
+        self.cost, self.first, self.launch, self.asynchronous = cost, first, launch, asynchronous
+        self.now = 0.0          # host time
+        self.device_free = 0.0  # when the device finishes everything queued so far
+        self.calls = 0
+
+    def fn(self) -> None:
+        self.calls += 1
+        work = self.first if self.calls == 1 else self.cost
+        self.now += self.launch
+        self.device_free = max(self.device_free, self.now) + work
+        if not self.asynchronous:  # a CPU: the call returns when the work is done
+            self.now = self.device_free
+
+    def sync(self) -> None:
+        self.now = max(self.now, self.device_free)
+
+    def clock(self) -> float:
+        return self.now
+
+
+def time_it_reference(fn: Callable[[], Any], warmup: int = 2, repeats: int = 10,
+                      sync: Callable[[], None] | None = None,
+                      clock: Callable[[], float] | None = None) -> float:
+    import time
+
+    clock = clock or time.perf_counter
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return (clock() - start) / repeats
+
+
+def _time_no_warmup(fn, warmup=2, repeats=10, sync=None, clock=None):
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return (clock() - start) / repeats
+
+
+def _time_no_sync(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    return (clock() - start) / repeats
+
+
+def _time_total(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return clock() - start
+
+
+def _time_sync_unchecked(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (clock() - start) / repeats
+
+
+def _time_cases():
+    def make(cost, first, warmup, repeats, asynchronous=True, with_sync=True):
+        def factory():
+            dev = FakeAsyncDevice(cost, first, asynchronous=asynchronous)
+            kwargs = {"warmup": warmup, "repeats": repeats, "clock": dev.clock,
+                      "sync": dev.sync if with_sync else None}
+            return (dev.fn,), kwargs
+        return factory
+    return [make(0.01, 2.0, 2, 5), make(0.003, 1.5, 1, 8), make(0.02, 0.5, 3, 4),
+            make(0.005, 1.0, 2, 6, asynchronous=False, with_sync=False)]
+
+
+def _device_of(kwargs: dict[str, Any]) -> FakeAsyncDevice:
+    return kwargs["clock"].__self__
+
+
+def _time_verify(out, ref, args, kwargs):
+    if isinstance(out, torch.Tensor) and out.numel() == 1:
+        out = out.item()
+    if not isinstance(out, (int, float)) or isinstance(out, bool):
+        return f"expected a float (seconds per call), found {describe(out)}"
+    if _device_of(kwargs).calls != kwargs["warmup"] + kwargs["repeats"]:
+        return (f"expected fn to be called warmup + repeats = {kwargs['warmup'] + kwargs['repeats']} "
+                f"times, found {_device_of(kwargs).calls} calls")
+    if not math.isclose(out, ref, rel_tol=1e-6, abs_tol=1e-12):
+        return f"expected {ref:.4g} s per call, found {out:.4g} s"
+    return None
+
+
+def _time_warmup_unsynced(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    start = clock()  # the warm-up work is still queued and lands inside the measurement
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return (clock() - start) / repeats
+
+
+def _time_sync_first_only(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    return (clock() - start) / repeats
+
+
+def _same_as(*variants: Callable[..., float]) -> Callable[[Any, tuple, dict], bool]:
+    """Detector: the candidate's number equals what one of these wrong versions gives."""
+    def detect(out: Any, args: tuple, kwargs: dict) -> bool:
+        if not isinstance(out, (int, float)):
+            return False
+        old = _device_of(kwargs)
+        for variant in variants:
+            dev = FakeAsyncDevice(old.cost, old.first, old.launch, old.asynchronous)
+            wrong = variant(dev.fn, warmup=kwargs["warmup"], repeats=kwargs["repeats"],
+                            sync=dev.sync if kwargs["sync"] is not None else None, clock=dev.clock)
+            if math.isclose(out, wrong, rel_tol=1e-6):
+                return True
+        return False
+    return detect
+
+
+register(Exercise(
+    "10.time_it",
+    "time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter) calls fn() `warmup` "
+    "times untimed, then returns the mean seconds per call over `repeats` calls. Read the time "
+    "with clock(); when sync is given, call it after the warm-up and after the timed calls.",
+    time_it_reference,
+    _time_cases(),
+    _time_verify,
+    [
+        Mistake("forgets warm-up (times the first, compiling call)",
+                "run fn() `warmup` times BEFORE starting the clock: the first call pays one-time "
+                "costs (compilation, allocation, caches) that steady-state steps never pay.",
+                _time_no_warmup, detect=_same_as(_time_no_warmup)),
+        Mistake("does not sync after the warm-up (warm-up work leaks into the timing)",
+                "the warm-up calls are only queued: call sync() once after them, before you "
+                "start the clock, or their (slow, compiling) work is counted in the timed loop.",
+                _time_warmup_unsynced, detect=_same_as(_time_warmup_unsynced)),
+        Mistake("forgets synchronization (measures only the launches)",
+                "on a GPU, fn() returns as soon as the work is queued: call sync() after the "
+                "warm-up and again before reading the clock at the end, or you time the launch only.",
+                _time_no_sync, detect=_same_as(_time_no_sync, _time_sync_first_only)),
+        Mistake("returns the total instead of the time per call",
+                "divide the elapsed time by `repeats`.",
+                _time_total, detect=_same_as(_time_total)),
+        Mistake("calls sync when it is None",
+                "on the CPU there is nothing to wait for and sync is None: guard with "
+                "`if sync is not None: sync()`.",
+                _time_sync_unchecked, error_match="'NoneType' object is not callable"),
+    ],
+))
+
+
+# --- 10.mean_epoch_loss ----------------------------------------------------------------------
+
+_SYNCING = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__float__, torch.Tensor.__int__)
+
+
+class _SyncCounter(torch.Tensor):
+    """A tensor that counts device -> host copies (.item(), float(), .tolist()).
+
+    Every test case makes its own subclass, so its count cannot be reset by the next case.
+    """
+
+    syncs = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in _SYNCING:
+            cls.syncs += 1
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _syncs(args: tuple) -> int:
+    return type(args[0][0]).syncs
+
+
+def mean_epoch_loss_reference(step_losses: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack([loss.detach() for loss in step_losses]).mean()
+
+
+def _loss_items(step_losses):
+    return torch.tensor(sum(loss.item() for loss in step_losses) / len(step_losses))
+
+
+def _loss_graph(step_losses):
+    return sum(step_losses) / len(step_losses)
+
+
+def _loss_sum(step_losses):
+    return torch.stack([loss.detach() for loss in step_losses]).sum()
+
+
+def _loss_cases():
+    def make(seed, steps):
+        def factory():
+            counting = type("SyncCountingTensor", (_SyncCounter,), {"syncs": 0})
+            gen = torch.Generator().manual_seed(seed)
+            w = torch.randn(3, generator=gen, requires_grad=True)
+            x = torch.randn(steps, 3, generator=gen)
+            losses = [((x[i] * w).sum() ** 2).as_subclass(counting) for i in range(steps)]
+            return (losses,), {}
+        return factory
+    return [make(0, 4), make(1, 7), make(2, 1)]
+
+
+def _loss_verify(out, ref, args, kwargs):
+    if _syncs(args):
+        return (f"expected no device -> host copies, found {_syncs(args)} "
+                f"(.item()/float()/.tolist() calls) for {len(args[0])} steps")
+    if not isinstance(out, torch.Tensor):
+        return f"expected a 0-dim tensor, found {describe(out)}"
+    out = out.as_subclass(torch.Tensor)
+    if out.requires_grad:
+        return "expected a detached tensor (requires_grad=False), found one that still holds the graph"
+    return compare_tensors(out, ref.as_subclass(torch.Tensor), name="mean loss")
+
+
+register(Exercise(
+    "10.mean_epoch_loss",
+    "mean_epoch_loss(step_losses) returns the mean of the per-step loss tensors as a detached "
+    "0-dim tensor, without any .item()/float()/.tolist() (each one is a host-device sync).",
+    mean_epoch_loss_reference,
+    _loss_cases(),
+    _loss_verify,
+    [
+        Mistake("calls .item() every step (a host-device sync each time)",
+                "keep the values on the device: torch.stack([l.detach() for l in step_losses]).mean(), "
+                "and call .item() once, when you really print.",
+                _loss_items, detect=lambda out, a, k: _syncs(a) > 0),
+        Mistake("keeps the autograd graph (no detach)",
+                "summing the loss tensors themselves keeps every step's graph (and its activations) "
+                "alive: detach each loss before accumulating.",
+                _loss_graph,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.requires_grad),
+        Mistake("sums instead of averaging",
+                "divide by the number of steps (or use .mean()).",
+                _loss_sum),
+    ],
+))
+
+
+# --- 10.clip_norm ------------------------------------------------------------------------------
+
+class _AsModule(nn.Module):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+_ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torch.cond branches must "
+               "return new tensors: return v.clone(), not v.")
+_PY_IF_HINT = ("  Hint (Python if on a tensor value): `if x.norm() > 1:` asks for a Python bool, "
+               "which only exists for one concrete input; torch.export cannot record both paths. "
+               "Use torch.cond(pred, true_fn, false_fn, (x,)) (or torch.where for element-wise choices).")
+
+
+def _exportable(candidate: Callable[..., Any]) -> str | None:
+    """Export the candidate once; only a data-dependent-branch failure is reported here."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            torch.export.export(_AsModule(candidate), (torch.full((3,), 2.0),))
+    except Exception as exc:  # anything else (stub, learner bug) is reported by the normal run
+        text = f"{type(exc).__name__}: {exc}"
+        if "data-dependent" in text or "GuardOnDataDependent" in text:
+            return ("torch.export failed: your function uses a Python `if` on a tensor "
+                    "value (data-dependent control flow)\n" + _PY_IF_HINT)
+        if "aliasing" in text:
+            return "torch.cond refused your branches: one returns its input tensor itself\n" + _ALIAS_HINT
+    return None
+
+
+def clip_norm_reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+
+
+def _clip_python_if(x):
+    if x.norm() > 1:
+        return x / x.norm()
+    return x.clone()
+
+
+def _clip_swapped(x):
+    return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
+
+
+def _clip_always(x):
+    return x / x.norm()
+
+
+def _clip_alias(x):
+    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
+
+
+def _clip_cases():
+    def make(seed, scale, n):
+        return lambda: ((scale * torch.randn(n, generator=torch.Generator().manual_seed(seed)),), {})
+    return [make(0, 3.0, 3), make(1, 0.05, 3), make(2, 10.0, 5), make(3, 0.1, 4)]
+
+
+def _clip_verify(out, ref, args, kwargs):
+    problem = compare_tensors(out, ref)
+    if problem:
+        return f"for an input of norm {args[0].norm():.3g}: {problem}"
+    if out.data_ptr() == args[0].data_ptr():
+        return "expected a new tensor, found the input itself"
+    return None
+
+
+register(Exercise(
+    "10.clip_norm",
+    "clip_norm(x) returns x / x.norm() when x.norm() > 1 and an unchanged copy of x otherwise, "
+    "written so that torch.export can capture both branches (torch.cond).",
+    clip_norm_reference,
+    _clip_cases(),
+    _clip_verify,
+    [
+        Mistake("Python if on a tensor value",
+                _PY_IF_HINT.split("): ", 1)[1],
+                _clip_python_if),
+        Mistake("always normalises",
+                "vectors with norm <= 1 must come back unchanged: choose between two branches.",
+                _clip_always),
+        Mistake("branches swapped",
+                "torch.cond(pred, true_fn, false_fn, operands): true_fn runs when pred is True, "
+                "i.e. when the norm is larger than 1.",
+                _clip_swapped),
+        Mistake("returns the input itself from a branch (aliasing)",
+                _ALIAS_HINT.split("): ", 1)[1],
+                _clip_alias, error_match="aliasing"),
+    ],
+    inspect=_exportable,
+))

@@ -1,0 +1,242 @@
+"""Run small DistributedDataParallel (DDP) jobs on CPU from a notebook, on loopback only.
+
+``torch.multiprocessing`` starts workers with *spawn*: each worker is a fresh Python
+process that imports the function it runs by its module and name, so a function defined
+in a notebook cell cannot be used. The workers live here.
+
+:func:`launch` starts ``world_size`` processes, collects what each worker returns, and
+always cleans up: a worker that raises gives a :class:`WorkerFailed` naming the rank and
+its error, a job that runs past ``timeout_s`` is killed and gives ``TimeoutError``, and
+no process is left behind either way.
+
+Network safety: the workers meet through a file (``torch.distributed.FileStore`` in a
+temporary folder), so no rendezvous server listens on any interface, and gloo's own
+sockets are pinned to the loopback interface (``GLOO_SOCKET_IFNAME=lo``).
+
+Example (a real two-process job; takes a few seconds):
+    >>> from course_utils.distributed import launch, rank_and_sum_worker
+    >>> launch(rank_and_sum_worker, world_size=2)
+    [{'rank': 0, 'world_size': 2, 'sum_of_ranks': 1.0}, {'rank': 1, 'world_size': 2, 'sum_of_ranks': 1.0}]
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+#: Environment every worker gets before the process group starts (loopback only).
+LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process raised or died; the message names the rank and its error."""
+
+
+# --- the model and data every rank builds identically -----------------------------------------
+
+def make_model(seed: int = 0) -> nn.Module:
+    """A tiny MLP (4 -> 8 -> 1); the same seed gives the same weights in every process."""
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+
+
+def make_batch(n: int = 8, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """A deterministic regression batch ``(x[n, 4], y[n, 1])``."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=gen)
+    y = x.sum(dim=1, keepdim=True).sin() + 0.1 * torch.randn(n, 1, generator=gen)
+    return x, y
+
+
+# --- the workers (each runs in its own process; the process group is already up) -------------
+
+def rank_and_sum_worker(rank: int, world_size: int) -> dict[str, Any]:
+    """Smallest possible job: all-reduce each rank's number."""
+    value = torch.tensor([float(rank)])
+    dist.all_reduce(value, op=dist.ReduceOp.SUM)  # every rank ends with the same sum
+    return {"rank": rank, "world_size": world_size, "sum_of_ranks": value.item()}
+
+
+def ddp_gradients(rank: int, world_size: int) -> list[torch.Tensor]:
+    """Each rank takes its share of the global batch; DDP averages the gradients."""
+    model = DDP(make_model())                       # DDP broadcasts rank 0's weights at start
+    x, y = make_batch()                             # the same global batch on every rank...
+    mine = torch.arange(rank, len(x), world_size)   # ...but each rank uses only its shard
+    loss = F.mse_loss(model(x[mine]), y[mine])      # mean over the LOCAL samples
+    loss.backward()                                 # gradients are all-reduced (averaged) here
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def ddp_train(rank: int, world_size: int, checkpoint: str, epochs: int = 3) -> dict[str, Any]:
+    """A short DDP training run with DistributedSampler; only rank 0 writes the checkpoint."""
+    x, y = make_batch(n=24, seed=2)
+    dataset = TensorDataset(x, y)
+    sampler = DistributedSampler(dataset, shuffle=True, seed=0)  # rank/world from the group
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    model = DDP(make_model())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    epoch_losses, seen = [], []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)  # a different shuffle every epoch, identical on every rank
+        seen.append(list(sampler))
+        total = torch.zeros(2)  # (sum of losses, number of batches), summed over ranks below
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+            total += torch.stack([loss.detach(), torch.tensor(1.0)])
+        dist.all_reduce(total)  # one collective per epoch for logging, not one per step
+        epoch_losses.append((total[0] / total[1]).item())
+        if rank == 0:  # one writer: all ranks hold identical weights
+            state = {"model": model.module.state_dict(), "epoch": epoch}
+            torch.save(state, checkpoint + ".tmp")
+            os.replace(checkpoint + ".tmp", checkpoint)
+    dist.barrier()  # nobody leaves (or reads the checkpoint) before rank 0 has written it
+    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+    return {"epoch_losses": epoch_losses, "indices_seen": seen, "final_params": flat}
+
+
+def lesson_worker(rank: int, world_size: int, checkpoint: str) -> dict[str, Any]:
+    """Notebook 11 in one launch (starting processes is the slow part)."""
+    return {"rank": rank, "grads": ddp_gradients(rank, world_size),
+            **ddp_train(rank, world_size, checkpoint)}
+
+
+def crash_worker(rank: int, world_size: int) -> dict[str, Any]:
+    """Rank 1 fails before the gradient all-reduce, so rank 0 would wait for it forever."""
+    model = DDP(make_model())
+    x, y = make_batch()
+    if rank == 1:
+        raise ValueError("corrupted batch on rank 1")
+    F.mse_loss(model(x), y).backward()  # blocks in all-reduce: rank 1 never arrives
+    return {"rank": rank}
+
+
+def socket_report_worker(rank: int, world_size: int) -> dict[str, Any]:
+    """All-reduce once, then list the local addresses of this process's network sockets."""
+    import psutil
+
+    value = torch.ones(1)
+    dist.all_reduce(value)
+    addresses = sorted({c.laddr.ip for c in psutil.Process().net_connections(kind="inet") if c.laddr})
+    return {"rank": rank, "sum": value.item(), "local_addresses": addresses}
+
+
+def sleepy_worker(rank: int, world_size: int, seconds: float = 60.0) -> dict[str, Any]:
+    """Never finishes in time (used to test the timeout)."""
+    time.sleep(seconds)
+    return {"rank": rank}
+
+
+# --- plumbing: start, meet, collect, clean up ---------------------------------------------------
+
+def _entry(rank: int, worker: Callable[..., Any], world_size: int, folder: str,
+           kwargs: dict[str, Any], group_timeout_s: float) -> None:
+    """What each spawned process runs: set up, join the group, run ``worker``, save its result."""
+    log = open(os.path.join(folder, f"rank{rank}.log"), "w")  # keep the notebook's stderr clean
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    os.environ.update(LOOPBACK_ENV)
+    if os.environ.get("COURSE_NETGUARD") == "1":
+        import course_utils.netguard as netguard
+
+        netguard.install()
+    torch.set_num_threads(1)
+    store = dist.FileStore(os.path.join(folder, "store"), world_size)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(seconds=group_timeout_s))
+    try:
+        result = worker(rank, world_size, **kwargs)
+        torch.save(result, os.path.join(folder, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def _log_tail(folder: str, rank: int, lines: int = 6) -> str:
+    path = Path(folder) / f"rank{rank}.log"
+    text = path.read_text(errors="replace").strip() if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 180.0,
+           **kwargs: Any) -> list[Any]:
+    """Run ``worker(rank, world_size, **kwargs)`` in ``world_size`` spawned processes.
+
+    Returns the workers' return values, ordered by rank. ``worker`` must be importable (a
+    module-level function in a .py file) and return something ``torch.save`` can store.
+    """
+    if world_size < 1:
+        raise ValueError(f"expected world_size >= 1, found {world_size}")
+    if getattr(worker, "__module__", "__main__") == "__main__" or "<locals>" in worker.__qualname__:
+        raise ValueError(f"expected a module-level function from a .py file, found "
+                         f"{worker.__qualname__!r} from {worker.__module__!r}: spawned processes "
+                         f"cannot import functions defined in a notebook. Put it in a module.")
+    folder = tempfile.mkdtemp(prefix="course-ddp-")
+    context = mp.start_processes(_entry, args=(worker, world_size, folder, kwargs, timeout_s),
+                                 nprocs=world_size, join=False, start_method="spawn")
+    deadline = time.monotonic() + timeout_s
+    spawn_log = logging.getLogger("torch.multiprocessing.spawn")
+    level = spawn_log.level
+    spawn_log.setLevel(logging.ERROR)  # we report failures ourselves, in one clear message
+    try:
+        while not context.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the {world_size} workers did not finish within {timeout_s:g} s; "
+                                   f"they were stopped. A rank waiting for a collective that another "
+                                   f"rank never reaches looks exactly like this.")
+    except mp.ProcessRaisedException as exc:
+        last = str(exc).strip().splitlines()[-1]
+        raise WorkerFailed(f"worker rank {exc.error_index} failed with {last}. The other ranks "
+                           f"were stopped (they would have waited for it forever).") from None
+    except mp.ProcessExitedException as exc:
+        raise WorkerFailed(f"worker rank {exc.error_index} died (exit code {exc.exit_code}). "
+                           f"Its last output:\n{_log_tail(folder, exc.error_index)}") from None
+    finally:
+        spawn_log.setLevel(level)
+        _stop(context)
+        results = [Path(folder) / f"rank{r}.pt" for r in range(world_size)]
+        loaded = [torch.load(p, weights_only=True) if p.exists() else None for p in results]
+        shutil.rmtree(folder, ignore_errors=True)
+    return loaded
+
+
+def _stop(context: mp.ProcessContext) -> None:
+    """Terminate, then kill, then reap every process of ``context``."""
+    for process in context.processes:
+        if process.is_alive():
+            process.terminate()
+    for process in context.processes:
+        process.join(timeout=3)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=3)
+
+
+def main() -> None:
+    """The same lesson under ``torchrun`` (which sets RANK, WORLD_SIZE, MASTER_ADDR/PORT)."""
+    dist.init_process_group("gloo")  # env:// rendezvous from torchrun's variables
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    result = ddp_train(rank, world_size, checkpoint=os.path.join(tempfile.gettempdir(), "ddp.pt"))
+    if rank == 0:
+        print(f"{world_size} ranks, epoch losses {[round(v, 4) for v in result['epoch_losses']]}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
