@@ -165,10 +165,13 @@ def test_show_images_accepts_pil_and_normalised_tensors() -> None:
 
     ds = ShapesDataset("val", size=5)
     fig = show_images([ds[i][0] for i in range(5)], labels=ds.targets, classes=ds.classes, ncols=3)
-    assert len(fig.axes) == 6 and fig.axes[0].get_title() == ds.classes[ds.targets[0]]
+    texts = fig.axes[0].texts
+    assert len(texts) == 5 and texts[0].get_text() == ds.classes[ds.targets[0]]
     x = (torch.rand(2, 3, 4, 4) - 0.5) / 0.25
     fig = show_images(x, labels=[0, 1], predictions=[0, 0], mean=[0.5] * 3, std=[0.25] * 3)
-    assert fig.axes[1].get_title() == "0 (1)" and fig.axes[1].title.get_color() == "red"
+    assert fig.axes[0].texts[1].get_text() == "0 (1)" and fig.axes[0].texts[1].get_color() == "red"
+    gray = show_images(torch.rand(3, 1, 5, 5), title="gray")
+    assert gray.axes[0].get_title() == "gray" and not gray.axes[0].texts
     with pytest.raises(ValueError, match=r"\[B, C, H, W\]"):
         show_images(torch.rand(3, 4, 4))
 

@@ -33,6 +33,7 @@ def plot_history(rows: Rows, x: str = "epoch", title: str | None = None) -> Any:
     Every key ending in ``loss`` goes left, every key ending in ``acc`` right.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     if not rows:
         raise ValueError("expected at least one row of training history, found none")
@@ -53,6 +54,8 @@ def plot_history(rows: Rows, x: str = "epoch", title: str | None = None) -> Any:
             axes[0][1].plot(xs, _floats(rows, key), marker="o", ms=3, label=key)
         axes[0][1].set(xlabel=x, ylabel="accuracy", ylim=(0, 1.02))
         axes[0][1].legend()
+    for ax in axes[0]:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if title:
         fig.suptitle(title)
     fig.tight_layout()

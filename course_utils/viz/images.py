@@ -9,7 +9,7 @@ Example:
     >>> from course_utils.viz.images import show_images
     >>> batch = torch.rand(4, 3, 8, 8)
     >>> fig = show_images(batch, labels=[0, 1, 2, 1], classes=["a", "b", "c"], ncols=2)
-    >>> [ax.get_title() for ax in fig.axes]
+    >>> [text.get_text() for text in fig.axes[0].texts]
     ['a', 'b', 'c', 'b']
 """
 
@@ -43,32 +43,44 @@ def show_images(images: Any, labels: Sequence[int] | Any = None, classes: Sequen
                 std: Sequence[float] | None = None, ncols: int = 8, size: float = 1.1,
                 title: str | None = None) -> Any:
     """A grid of images, each titled with its label; with ``predictions`` the title shows
-    ``pred (label)`` in green when right and red when wrong."""
+    ``pred (label)`` in green when right and red when wrong.
+
+    The grid is one mosaic drawn on a single axes (fast even for a large batch).
+    """
     import math
 
     import matplotlib.pyplot as plt
+    import numpy as np
 
     arr = _as_hwc(images, mean, std)
     n = len(arr)
     if n == 0:
         raise ValueError("expected at least one image, found an empty batch")
+    if arr.shape[-1] == 1:
+        arr = np.repeat(arr, 3, axis=-1)
     ncols = max(1, min(ncols, n))
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, (size + 0.25) * nrows), squeeze=False)
+    h, w = arr.shape[1:3]
+    pad_x, pad_y = max(2, w // 8), max(2, h // 8) + (h // 3 if labels is not None else 0)
+    mosaic = np.ones((nrows * (h + pad_y), ncols * (w + pad_x), 3), dtype=np.float32)
+    for k in range(n):
+        row, col = divmod(k, ncols)
+        top, left = row * (h + pad_y) + pad_y, col * (w + pad_x)
+        mosaic[top:top + h, left:left + w] = arr[k]
+    fig, ax = plt.subplots(figsize=(size * ncols, (size + 0.25) * nrows))
+    ax.imshow(mosaic, interpolation="nearest")
+    ax.axis("off")
     names = (lambda i: classes[int(i)]) if classes is not None else (lambda i: str(int(i)))
-    for k, ax in enumerate(axes.flat):
-        ax.axis("off")
-        if k >= n:
-            continue
-        ax.imshow(arr[k].squeeze(-1) if arr.shape[-1] == 1 else arr[k],
-                  cmap="gray" if arr.shape[-1] == 1 else None, interpolation="nearest")
-        if labels is not None and predictions is not None:
+    for k in range(n if labels is not None else 0):
+        row, col = divmod(k, ncols)
+        x, y = col * (w + pad_x) + w / 2, row * (h + pad_y) + pad_y - 1
+        if predictions is not None:
             right = int(predictions[k]) == int(labels[k])
-            ax.set_title(f"{names(predictions[k])} ({names(labels[k])})", fontsize=7,
-                         color="green" if right else "red")
-        elif labels is not None:
-            ax.set_title(names(labels[k]), fontsize=8)
+            text, colour = f"{names(predictions[k])} ({names(labels[k])})", "green" if right else "red"
+        else:
+            text, colour = names(labels[k]), "black"
+        ax.text(x, y, text, ha="center", va="bottom", fontsize=7, color=colour)
     if title:
-        fig.suptitle(title, fontsize=9)
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig

@@ -89,6 +89,9 @@ def lr_schedule_explorer(static: bool = False, epochs: int = 10, steps_per_epoch
         with out:
             lrs = lr_curve(name.value, epochs=n_epochs.value, steps_per_epoch=steps_per_epoch,
                            lr=base_lr.value, step_every=step_every, **params)
+            print(f"settings: lr={base_lr.value:.3g}, epochs={n_epochs.value}, "
+                  f"step_size={step_size.value} (StepLR), gamma/factor={gamma.value:.2f} "
+                  f"(StepLR, ReduceLROnPlateau), pct_start={pct.value:.2f} (OneCycleLR)")
             print(schedule_summary(name.value, epochs=n_epochs.value,
                                    steps_per_epoch=steps_per_epoch, lr=base_lr.value,
                                    step_every=step_every, **params))
