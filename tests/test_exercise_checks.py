@@ -13,6 +13,19 @@ EXERCISES = list_exercises()
 REQUIRED_MISTAKES: dict[str, list[str]] = {
     "01.independent_copy": ["from_numpy", "dtype"],
     "01.to_device": ["top level", "non-tensors"],
+    "02.per_sample_mse": ["(N,N)", "mean over everything"],
+    "02.center_columns": ["row means", "global mean"],
+    "03.accumulated_grads": ["no division", "not zeroed first", "zeroing inside the loop"],
+    "04.count_trainable": ["frozen", "shared params twice"],
+    "04.kaiming_init": ["Xavier", "biases not zeroed", "non-Linear"],
+    "05.normalization_stats": ["global instead of per-channel", "wrong axes"],
+    "06.train_one_epoch": ["missing zero_grad", "missing model.train()", "softmax before", "last loss or a tensor"],
+    "06.evaluate": ["missing eval()", "gradients tracked", "wrong dim"],
+    "07.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
+    "07.amp_train_step": ["unscaled loss", "scaler.step", "scaler.update"],
+    "08.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing", "non-atomic write"],
+    "08.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing"],
+    "09.seed_everything": ["numpy not seeded", "python `random` not seeded"],
 }
 
 
