@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import random
 import re
 import tempfile
@@ -83,6 +84,7 @@ def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
 
 
 _TAG_AS: list[str] = []
+_REGISTERED: list[bool] = []
 
 
 def _tag_as(storage: Any) -> str | None:
@@ -95,8 +97,9 @@ def saved_as_if_on(device: str) -> Iterator[None]:
     the file then loads exactly like one written on that GPU, for practising ``map_location``
     on a machine without one. Only the label in the file changes; the bytes are the same.
     """
-    if not any(tagger is _tag_as for _, tagger, _ in torch.serialization._package_registry):
+    if not _REGISTERED:  # priority 1 runs before the built-in taggers (cpu is 10)
         torch.serialization.register_package(1, _tag_as, lambda storage, location: None)
+        _REGISTERED.append(True)
     _TAG_AS.append(str(torch.device(device)))
     try:
         yield
@@ -187,10 +190,15 @@ def read_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
                                 f"{folder} holds {present or 'nothing (or does not exist)'}")
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # truncated zip, a plain pickle, refused globals
-        raise CheckpointError(f"could not read {path.name} as a checkpoint with weights_only=True: "
-                              f"{str(exc).splitlines()[0]}. If it is truncated, load the previous one "
-                              f"(CheckpointManager.latest() skips unfinished temp files)") from exc
+    except pickle.UnpicklingError as exc:  # a global that weights_only refuses
+        refused = str(exc).split("Unsupported global: ")[-1].split(" was not")[0]
+        raise CheckpointError(f"{path.name} holds objects weights_only=True refuses ({refused}); save "
+                              f"state_dict()s, or if you trust the file and its class use "
+                              f"torch.serialization.safe_globals([...])") from exc
+    except Exception as exc:  # a truncated zip, or not a torch.save file at all
+        raise CheckpointError(f"could not read {path.name} as a checkpoint: {str(exc).splitlines()[0]} "
+                              f"If it is truncated, load the previous one (CheckpointManager.latest() "
+                              f"skips unfinished temp files)") from exc
     if not isinstance(checkpoint, dict):
         raise CheckpointError(f"expected {path.name} to hold a dict, found {type(checkpoint).__name__}")
     return checkpoint
@@ -266,16 +274,12 @@ class CheckpointManager:
         if not isinstance(step, int) or step < 0:
             raise ValueError(f"expected step to be an int >= 0, found {step!r}")
         path = atomic_save(checkpoint, self.path_for(step))
-        if metric is not None and self._improves(float(metric)):
+        best = self.best_metric
+        if metric is not None and (best is None or (metric < best if self.mode == "min" else metric > best)):
             self.best_metric = float(metric)
             atomic_save(checkpoint, self.folder / "best.pt")
         self.prune()
         return path
-
-    def _improves(self, metric: float) -> bool:
-        if self.best_metric is None:
-            return True
-        return metric < self.best_metric if self.mode == "min" else metric > self.best_metric
 
     def checkpoints(self) -> list[Path]:
         return list_checkpoints(self.folder, self.prefix)
@@ -284,8 +288,7 @@ class CheckpointManager:
         return find_latest(self.folder, self.prefix)
 
     def best(self) -> Path | None:
-        best = self.folder / "best.pt"
-        return best if best.is_file() else None
+        return self.folder / "best.pt" if (self.folder / "best.pt").is_file() else None
 
     def prune(self) -> list[Path]:
         """Delete all but the newest ``keep_last`` checkpoints (``best.pt`` stays); return them."""

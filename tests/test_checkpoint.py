@@ -202,6 +202,25 @@ def test_resume_from_checkpoint_is_bit_exact_and_partial_resumes_are_not(tmp_pat
         assert not all(torch.equal(a, b) for a, b in zip(resume(**skip), expected)), skip
 
 
+@pytest.mark.slow
+def test_resume_in_a_fresh_process_is_bit_exact(tmp_path: Path) -> None:
+    """What notebook 08 describes: the resume runs in a new Python process (resume_demo's CLI)."""
+    straight = build(seed=0, epochs=4)
+    train(straight, 4)
+    run = build(seed=0, epochs=4)
+    train(run, 2)
+    path = ck.save_checkpoint(tmp_path / "epoch-2.pt", run.model, run.optimizer, run.scheduler,
+                              epoch=run.epoch, step=run.step, generator=run.generator)
+    child = subprocess.run([sys.executable, "-m", "course_utils.resume_demo", "--resume", str(path),
+                            "--epochs", "2", "--total-epochs", "4", "--out", str(tmp_path / "final.pt")],
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr
+    assert "resumed at epoch 2, step 16" in child.stdout and child.stderr == ""
+    final = torch.load(tmp_path / "final.pt", weights_only=True)
+    assert final["pid"] != os.getpid() and final["epoch"] == 4
+    assert all(torch.equal(a, b) for a, b in zip(straight.model.state_dict().values(), final["model"].values()))
+
+
 def test_scaler_and_extra_are_saved(tmp_path: Path) -> None:
     model = torch.nn.Linear(2, 1)
     scaler = torch.amp.GradScaler("cpu", init_scale=128.0)

@@ -58,7 +58,7 @@ def _case_dir() -> Path:
 def _audit(event: str, args: tuple) -> None:
     if event == "os.rename" and _RENAMES:
         try:  # an audit hook must never raise
-            src, dst = (os.path.abspath(os.fsdecode(os.fspath(a))) for a in args[:2])
+            src, dst = (os.path.realpath(os.fsdecode(os.fspath(a))) for a in args[:2])
             events = _RENAMES.get(os.path.dirname(dst))
             if events is not None:
                 events.append((src, dst))
@@ -158,7 +158,7 @@ def _save_case(seed: int, epochs_done: int):
         folder.mkdir()
         path = folder / "last.pt"
         torch.save({"epoch": epochs_done - 1, "note": "the previous checkpoint"}, path)
-        _RENAMES[str(folder)] = []
+        _RENAMES[os.path.realpath(folder)] = []
         run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
         train(run, epochs_done)
         _CASE_INFO[str(path)] = (seed, epochs_done)
@@ -208,12 +208,12 @@ def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, 
     if diff != 0:
         return "resume", (f"resuming from your checkpoint does not reproduce the uninterrupted run "
                           f"(largest parameter difference {diff:.3g})")
-    renames = _RENAMES.get(str(path.parent), [])
-    arrived = [src for src, dst in renames if dst == str(path.resolve())]
+    real = os.path.realpath(path)
+    arrived = [src for src, dst in _RENAMES.get(os.path.dirname(real), []) if dst == real]
     if not arrived:
         return "atomic", (f"non-atomic write: nothing was os.replace()-d onto {path.name}, so the previous "
                           f"checkpoint was overwritten in place; a crash mid-write leaves a truncated file")
-    if os.path.dirname(arrived[-1]) != str(path.parent.resolve()):
+    if os.path.dirname(arrived[-1]) != os.path.dirname(real):
         return "tmp_folder", (f"your temp file was in {os.path.dirname(arrived[-1])}, not next to {path.name}: "
                               f"os.replace is only atomic within one filesystem (and fails across them)")
     leftovers = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
