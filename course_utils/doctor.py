@@ -169,6 +169,7 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
     if problem:
         raise TypeError(problem)
     started = time.perf_counter()
+    max_steps = max(1, int(max_steps))
     step = train_step if train_step is not None else standard_step
     x, y = split_batch(batch) or (None, None)
     if x is None and isinstance(batch, torch.Tensor):
@@ -197,7 +198,7 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
                     measurements["grad_norm"] = norm
                     notes.append(f"one step: loss {record.losses[0]:.4g}, total gradient norm {norm:.4g} "
                                  f"over {len(grads)} parameter tensors.")
-            if record.error is None and record.losses and math.isfinite(record.losses[0]):
+            if record.error is None and record.returned is None and record.losses and math.isfinite(record.losses[0]):
                 found += _overfit(model, optimizer, batch, loss_fn, step, max_steps, found, notes, measurements)
     measurements["seconds"] = time.perf_counter() - started
     unique: dict[str, Finding] = {}

@@ -41,6 +41,14 @@ def step_findings(record: StepRecord, loss_fn: Any, target: Any, standard: bool)
         found += loss_input_findings(record.model_outputs[0], target, loss_fn, autocast=True)
     if record.error is not None:
         return found + [record.error]
+    if record.returned is not None:
+        return found + [finding("STEP_FAILED", "error",
+                                f"your train_step returned {record.returned}, not the loss, and never "
+                                "called the loss_fn it was given.",
+                                "the doctor (and your training log) needs each step's loss to see whether "
+                                "training works.",
+                                "compute the loss with the loss_fn argument and end the step with "
+                                "`return loss.item()`.")]
     found += _nonfinite(record)
     found += _gradient_flow(record)
     found += _zero_grad(record)
@@ -180,6 +188,8 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
     """LR_TOO_HIGH / CANNOT_OVERFIT_BATCH from the one-batch probe (``other``: lr x10 or /10)."""
     if main.error is not None:
         return [main.error], []
+    if not main.losses:
+        return [], []
     summary, start = _summary(main), main.losses[0]
     notes = [f"one-batch overfit (first {main.samples} samples): {summary}."]
     if blocked:  # errors above already explain a bad result; report it only as a measurement

@@ -8,13 +8,7 @@ restores the random generators and the grad mode afterwards.
 Example:
     >>> import torch
     >>> from torch import nn
-    >>> def step(model, batch, optimizer, loss_fn):
-    ...     x, y = batch
-    ...     optimizer.zero_grad()
-    ...     loss = loss_fn(model(x), y)
-    ...     loss.backward()
-    ...     optimizer.step()
-    ...     return loss.item()
+    >>> from course_utils.doctor import standard_step as step
     >>> model = nn.Linear(3, 1)
     >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
     >>> batch = (torch.randn(8, 3), torch.randn(8, 1))
@@ -155,6 +149,8 @@ class StepRecord:
     loss_inputs: list[tuple[torch.Tensor, torch.Tensor, bool]] = field(default_factory=list)
     model_outputs: list[Any] = field(default_factory=list)
     error: Finding | None = None
+    #: Type name of what the step returned when it was not a loss (and loss_fn was never called).
+    returned: str | None = None
 
 
 class _Instruments:
@@ -237,6 +233,8 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
             seed_all()
             out = step(model_c, copy.deepcopy(batch_c), opt_c, recorder)
             record.losses.append(as_float(out, recorder.outputs))
+            if call == 0 and not isinstance(out, (torch.Tensor, int, float)) and not recorder.outputs:
+                record.returned = type(out).__name__
     except ProbeAbort as abort:
         record.error = abort.finding
     except Exception as exc:  # the learner's step failed: explain it instead of raising

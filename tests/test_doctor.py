@@ -283,6 +283,26 @@ def test_step_failed_for_an_unknown_error() -> None:
     assert "KeyError" in next(f for f in report.findings if f.code == "STEP_FAILED").message
 
 
+def test_train_step_that_returns_nothing() -> None:
+    def returns_none(model, batch, optimizer, loss_fn):  # the loss still goes through loss_fn: fine
+        x, y = batch
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    def own_loss_returns_text(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        return "done"
+
+    model = _mlp()
+    assert diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), returns_none).ok
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), own_loss_returns_text)
+    assert report.codes == {"STEP_FAILED"} and "returned str" in report.findings[0].message
+
+
 def test_shape_error_is_step_failed_not_a_traceback() -> None:
     model = _mlp(d=12)
     report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
