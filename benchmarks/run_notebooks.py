@@ -126,6 +126,8 @@ def run_notebook(nb, name: str, cwd: Path, timeout: int = 600) -> Measurement:
                     client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
             except (CellExecutionError, CellTimeoutError) as exc:
                 error = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__
+            except Exception as exc:  # e.g. DeadKernelError when the kernel is killed (out of memory)
+                error = f"{type(exc).__name__}: {exc}"[:200]
             seconds = time.perf_counter() - start
     return Measurement(name, seconds, rss.peak / MB, error)
 

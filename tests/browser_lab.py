@@ -49,7 +49,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 TIMEOUTS = {
     "BROWSER_SERVER_TIMEOUT": 120,   # jupyter lab answering /api/status
     "BROWSER_LOAD_TIMEOUT": 120,     # the Lab page restored, a kernel started and idle
-    "BROWSER_RUN_TIMEOUT": 240,      # "Run All Cells" of one notebook finished
+    "BROWSER_RUN_TIMEOUT": 480,      # "Run All Cells" of one notebook finished
     "BROWSER_WIDGET_TIMEOUT": 30,    # one widget interaction reflected in its Output
 }
 
@@ -82,8 +82,10 @@ class Expected:
     widgets: dict[int, int] = field(default_factory=dict)  # cell -> widget views in the file
 
 
-def expectations(path: Path) -> Expected:
-    nb = nbformat.read(path, as_version=4)
+def expectations(path: Path, nb: Any = None) -> Expected:
+    """What ``path`` promises (pass ``nb`` when it is already read, to use that very version)."""
+    if nb is None:
+        nb = nbformat.read(path, as_version=4)
     exp = Expected(path.name, [c.cell_type for c in nb.cells])
     for index, cell in enumerate(nb.cells):
         tags = cell.get("metadata", {}).get("tags", [])
@@ -98,14 +100,24 @@ def expectations(path: Path) -> Expected:
     return exp
 
 
-def copy_without_outputs(sources: list[Path], root: Path) -> dict[Path, str]:
+def _strip(nb: Any) -> Any:
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+def copy_without_outputs(sources: list[Path], root: Path) -> dict[Path, tuple[str, Expected]]:
     """Copy each notebook's folder under ``root`` with outputs stripped.
 
-    Returns ``{source notebook: path relative to root}`` (what JupyterLab opens). The copies
-    start blank, so every output on the page comes from this run and autosave can never
-    touch the committed files.
+    Returns ``{source notebook: (path relative to root, its Expected)}``; both come from the
+    same read of the file, so a notebook edited while the test runs cannot make them disagree.
+    The copies start blank, so every output on the page comes from this run, and autosave can
+    never touch the committed files.
     """
-    mapping: dict[Path, str] = {}
+    mapping: dict[Path, tuple[str, Expected]] = {}
     folders: dict[Path, str] = {}
     for source in sources:
         folder = source.resolve().parent
@@ -116,15 +128,14 @@ def copy_without_outputs(sources: list[Path], root: Path) -> dict[Path, str]:
             folders[folder] = name
             shutil.copytree(folder, root / name,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        mapping[source] = f"{folders[folder]}/{source.name}"
-    for copy in root.rglob("*.ipynb"):
-        nb = nbformat.read(copy, as_version=4)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
-        nb.metadata.pop("widgets", None)
-        nbformat.write(nb, copy)
+            for other in (root / name).rglob("*.ipynb"):
+                nbformat.write(_strip(nbformat.read(other, as_version=4)), other)
+    for source in sources:
+        lab_path = f"{folders[source.resolve().parent]}/{source.name}"
+        nb = nbformat.read(source, as_version=4)
+        expected = expectations(source, nb)
+        nbformat.write(_strip(nb), root / lab_path)
+        mapping[source] = (lab_path, expected)
     return mapping
 
 
@@ -578,13 +589,12 @@ class LabDriver:
                                    f"but no ipywidgets.Output area; see course_utils/widgets/__init__.py")
             return
         before = self._settled_signature(index)
-        operated = 0
         for control in controls:
             done = self._interact(control)
             if done is None:
-                report.notes.append(f"cell {index}: could not operate {control.describe()}")
+                report.problems.append(f"cell {index}: could not operate {control.describe()} "
+                                       f"(see tests/browser_lab.py LabDriver._interact for what it tries)")
                 continue
-            operated += 1
             report.interactions += 1
             try:
                 self._wait(lambda: self._signature(index) != before, self.widget_timeout,
@@ -599,9 +609,6 @@ class LabDriver:
                 report.problems.append(f"cell {index}: after {done} the widget shows an error: "
                                        f"...{errors[-1][-400:]}")
                 return
-        if not operated:
-            report.problems.append(f"cell {index}: none of the widget's controls could be operated "
-                                   f"({', '.join(c.describe() for c in controls)})")
 
     def _signature(self, index: int) -> str | None:
         return self.page.evaluate(_JS_SIGNATURE, index)
@@ -624,12 +631,15 @@ class LabDriver:
         element.scroll_into_view_if_needed()
         kind = control.kind
         if kind == "slider":
-            before = element.get_attribute("aria-valuenow")
+            # The readout shows the value with the widget's format; aria-valuenow is rounded.
+            state = ("e => { const box = e.closest('.widget-slider'); const r = box && box.querySelector('.widget-readout');"
+                     " return (r && r.textContent.trim()) || e.getAttribute('aria-valuetext') || e.getAttribute('aria-valuenow'); }")
+            before = element.evaluate(state)
             element.focus()
-            for key in ("ArrowRight", "ArrowLeft"):
+            for key in ("ArrowRight", "ArrowLeft"):  # left when the handle sits at the maximum
                 element.press(key)
                 time.sleep(0.1)
-                after = element.get_attribute("aria-valuenow")
+                after = element.evaluate(state)
                 if after != before:
                     return f"moving {control.describe()} {before} -> {after}"
             return None

@@ -176,7 +176,8 @@ _PARAMS = ([pytest.param(p, id=nb_id(p)) for p in NOTEBOOKS]
 @pytest.mark.parametrize("notebook", _PARAMS)
 def test_notebook_runs_and_widgets_react(lab, notebook: Path, record_property) -> None:
     driver, mapping = lab
-    report = driver.run_notebook(mapping[notebook], browser_lab.expectations(notebook))
+    lab_path, expected = mapping[notebook]
+    report = driver.run_notebook(lab_path, expected)
     record_property("seconds", round(report.seconds, 1))
     record_property("widgets", report.widgets)
     print(report.format())
