@@ -391,7 +391,7 @@ _JS_CONTROLS = """(index) => {
     return (text || '').slice(0, 60);
   };
   const add = (el, kind, lab) => {
-    if (el.closest('.widget-output') || el.disabled || el.closest('.mod-disabled')) return;
+    if (el.closest('.widget-output') || el.disabled || el.closest('.mod-disabled, [disabled]')) return;
     const mark = 'c' + index + '-' + found.length;
     el.setAttribute('data-course-control', mark);
     found.push({mark, kind, label: lab === undefined ? label(el) : lab});
