@@ -181,8 +181,11 @@ def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, 
     try:
         ckpt = torch.load(path, weights_only=True)
     except Exception as exc:
-        return "weights_only", ("torch.load(path, weights_only=True) refused your file: "
-                                f"{str(exc).strip().splitlines()[-1][:160]}")
+        text = str(exc)
+        refused = text.split("Unsupported global: ")[-1].split(" was not")[0].removeprefix("GLOBAL ")
+        reason = (f"it contains a {refused} object, not only tensors, numbers, strings and containers"
+                  if "Unsupported global" in text else text.strip().splitlines()[0][:160])
+        return "weights_only", f"torch.load(path, weights_only=True) refused your file: {reason}"
     if not isinstance(ckpt, dict) or ckpt.get("note") == "the previous checkpoint":
         return "unchanged", f"{path.name} does not hold your new checkpoint dict: write it to `path`"
     for key in _NEEDED:
