@@ -17,6 +17,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Same environment as `make notebooks`, so nbval kernels behave like the authoring run:
     # fixed hash seed and the network guard installed at kernel start-up.
     os.environ.update(kernel_env())
+    # Two xdist workers share two cores: one torch thread each keeps the tiny models of the
+    # checker tests from oversubscribing the machine (and matches the notebooks' setup()).
+    import torch
+
+    torch.set_num_threads(1)
     if not hasattr(config, "workerinput"):  # controller (or a run without xdist)
         log = Path(tempfile.mkdtemp(prefix="course-netguard-")) / "attempts.log"
         log.touch()
