@@ -33,8 +33,16 @@ def _run(tmp_path: Path, notebook: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
                            *NBVAL, str(notebook)],
-                          capture_output=True, text=True, cwd=tmp_path, env=os.environ.copy(),
+                          capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path),
                           timeout=300)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    # A log of our own: the deliberate network attempt below must not reach the session's log,
+    # which fails the whole run when anything was blocked.
+    env = os.environ.copy()
+    env["COURSE_NETGUARD_LOG"] = str(tmp_path / "netguard.log")
+    return env
 
 
 def test_matching_outputs_pass_and_guard_is_on(tmp_path: Path) -> None:
@@ -54,3 +62,4 @@ def test_network_use_in_a_notebook_fails(tmp_path: Path) -> None:
     result = _run(tmp_path, notebook)
     assert result.returncode != 0
     assert "NetworkBlockedError" in result.stdout
+    assert "example.invalid" in (tmp_path / "netguard.log").read_text()
