@@ -18,7 +18,7 @@ Example:
     >>> x = torch.randn(64, 4, generator=g)
     >>> y = (x[:, 0] > 0).long()
     >>> loader = DataLoader(TensorDataset(x, y), batch_size=16)
-    >>> torch.manual_seed(0) and None
+    >>> _ = torch.manual_seed(0)
     >>> model = nn.Linear(4, 2)
     >>> opt = torch.optim.SGD(model.parameters(), lr=0.5)
     >>> history = fit(model, loader, epochs=3, optimizer=opt, val_loader=loader,
@@ -217,7 +217,7 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
         step_scheduler == "batch" or (step_scheduler == "auto" and isinstance(scheduler, _PER_BATCH)))
     plateau = isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
     history = History()
-    bar = _progress_bar(epochs * len(train_loader)) if progress else None  # type: ignore[arg-type]
+    bar = _progress_bar(epochs, train_loader) if progress else None
     writer, handle = None, None
     try:
         for epoch in range(1, epochs + 1):
@@ -281,9 +281,13 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
     return history
 
 
-def _progress_bar(total: int) -> Any:
+def _progress_bar(epochs: int, loader: Iterable) -> Any:
     from tqdm.auto import tqdm
 
+    try:
+        total: int | None = epochs * len(loader)  # type: ignore[arg-type]
+    except TypeError:  # an iterable-style loader may not know its length
+        total = None
     return tqdm(total=total, desc="training", unit="step", leave=True)
 
 

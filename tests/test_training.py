@@ -85,6 +85,18 @@ def test_fit_clips_and_reports_the_norm_before_clipping() -> None:
     assert all(step["grad_norm"] > 1e-3 for step in history.steps)  # logged before clipping
 
 
+def test_fit_accepts_a_loader_without_length(capsys) -> None:
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(_data(48))
+
+    model = _model()
+    history = fit(model, DataLoader(Stream(), batch_size=16), epochs=2,
+                  optimizer=torch.optim.SGD(model.parameters(), lr=0.1), progress=True, verbose=False)
+    assert len(history.steps) == 6
+    assert "training" in capsys.readouterr().err  # the text progress bar outside Jupyter
+
+
 def test_fit_prints_one_line_per_epoch() -> None:
     loader = DataLoader(_data(), batch_size=32)
     model = _model()
