@@ -9,9 +9,9 @@ Each notebook runs top to bottom in a fresh ``python3`` kernel (nbclient, the en
 
 * seconds: wall time from kernel start to the end of the last cell (kernel start and the
   ``import torch`` of the first cell included; shutdown excluded);
-* peak MB: the largest resident set size of the kernel process tree (the kernel plus any
-  DataLoader workers it forks), polled every 50 ms, and at least the kernel's own
-  high-water mark (``VmHWM``) read before shutdown.
+* peak MB: the largest memory of the kernel process tree, polled every 50 ms: the kernel's
+  resident set size plus the unique memory of its child processes (DataLoader workers,
+  spawned DDP ranks); at least the kernel's own high-water mark (``VmHWM``).
 
 A baseline kernel that only imports torch, torchvision and matplotlib.pyplot is measured the
 same way first. Budgets (COURSE_DESIGN section 7): every notebook <= 30 s and <= baseline +
@@ -56,7 +56,13 @@ class Measurement:
 
 
 class PeakRss:
-    """Polls the RSS of a process and its descendants in a thread; ``peak`` in bytes."""
+    """Polls the memory of a process tree in a thread; ``peak`` in bytes.
+
+    A sample is the kernel's resident set size plus the *unique* set size (pages no other
+    process maps) of each descendant: a forked DataLoader worker shares torch's pages with
+    the kernel and adds only what it copies or allocates, and summing plain RSS would count
+    the shared libraries once per process.
+    """
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
         import psutil
@@ -70,14 +76,14 @@ class PeakRss:
     def _sample(self) -> int:
         import psutil
 
-        total = 0
         try:
-            procs = [self.process] + self.process.children(recursive=True)
+            total = self.process.memory_info().rss
+            children = self.process.children(recursive=True)
         except psutil.Error:
             return 0
-        for proc in procs:
+        for child in children:
             try:
-                total += proc.memory_info().rss
+                total += child.memory_full_info().uss
             except psutil.Error:  # a worker that just exited
                 pass
         return total
@@ -245,9 +251,9 @@ def report(baseline: Measurement, rows: list[Measurement], subset: bool, started
               f"({len(rows)} notebooks).", "",
               "How to read it: *seconds* includes starting the kernel and importing torch (the "
               "baseline's seconds are that floor), so a notebook's own work is roughly seconds minus "
-              "baseline seconds. *peak MB* is the largest resident memory of the kernel and its child "
-              "processes (forked DataLoader workers share pages with the kernel, so their sum is an upper "
-              "bound). A notebook over budget: shrink data, model or epochs (without faking results), or "
+              "baseline seconds. *peak MB* is the largest resident memory of the kernel plus the unique "
+              "memory of its child processes (DataLoader workers, DDP ranks: pages they share with the "
+              "kernel, such as torch's libraries, are counted once). A notebook over budget: shrink data, model or epochs (without faking results), or "
               "free large tensors (`del x`) before the next section.", ""]
     return "\n".join(lines), ok
 
