@@ -176,15 +176,17 @@ def _load() -> str:
         return "n/a"
 
 
-def _demote(text: str, levels: int = 2) -> str:
-    """Push a fragment's markdown headings below "## Other measurements" (code fences kept)."""
-    out, fenced = [], False
-    for line in text.splitlines():
+def _demote(text: str, top: int = 3) -> str:
+    """Shift a fragment's markdown headings so its highest one is level ``top`` (code fences kept)."""
+    lines, fenced, heading = text.splitlines(), False, []
+    for line in lines:
         if line.lstrip().startswith("```"):
             fenced = not fenced
-        if not fenced and re.match(r"#{1,4} ", line):
-            line = "#" * levels + line
-        out.append(line)
+        heading.append(not fenced and re.match(r"#{1,6} ", line) is not None)
+    levels = [len(line) - len(line.lstrip("#")) for line, h in zip(lines, heading) if h]
+    shift = top - min(levels) if levels else 0
+    out = [("#" * shift + line if shift > 0 else line[-shift:]) if h else line
+           for line, h in zip(lines, heading)]
     return "\n".join(out).strip()
 
 
