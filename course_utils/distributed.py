@@ -13,10 +13,18 @@ Network safety: the workers meet through a file (``torch.distributed.FileStore``
 temporary folder), so no rendezvous server listens on any interface, and gloo's own
 sockets are pinned to the loopback interface (``GLOO_SOCKET_IFNAME=lo``).
 
-Example (a real two-process job; takes a few seconds):
-    >>> from course_utils.distributed import launch, rank_and_sum_worker
-    >>> launch(rank_and_sum_worker, world_size=2)
-    [{'rank': 0, 'world_size': 2, 'sum_of_ranks': 1.0}, {'rank': 1, 'world_size': 2, 'sum_of_ranks': 1.0}]
+Example (``launch`` itself starts processes, which takes seconds; see tests/test_distributed.py):
+    >>> from course_utils.distributed import launch, make_batch, rank_and_sum_worker
+    >>> x, y = make_batch()
+    >>> tuple(x.shape), tuple(y.shape)
+    ((8, 4), (8, 1))
+    >>> launch(lambda rank, world_size: rank)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a module-level function from a .py file, found '<lambda>' from 'course_utils.distributed': spawned processes cannot import functions defined in a notebook. Put it in a module.
+
+    ``launch(rank_and_sum_worker, world_size=2)`` returns one dict per rank, each with
+    ``sum_of_ranks == 1.0``.
 """
 
 from __future__ import annotations
@@ -112,30 +120,27 @@ def ddp_train(rank: int, world_size: int, checkpoint: str, epochs: int = 3) -> d
     return {"epoch_losses": epoch_losses, "indices_seen": seen, "final_params": flat}
 
 
+def local_addresses() -> list[str]:
+    """The local IP addresses of this process's network sockets (gloo's connections included)."""
+    import psutil
+
+    return sorted({c.laddr.ip for c in psutil.Process().net_connections(kind="inet") if c.laddr})
+
+
 def lesson_worker(rank: int, world_size: int, checkpoint: str) -> dict[str, Any]:
     """Notebook 11 in one launch (starting processes is the slow part)."""
-    return {"rank": rank, "grads": ddp_gradients(rank, world_size),
-            **ddp_train(rank, world_size, checkpoint)}
+    result = {"rank": rank, "grads": ddp_gradients(rank, world_size),
+              **ddp_train(rank, world_size, checkpoint)}
+    return result | {"local_addresses": local_addresses()}
 
 
 def crash_worker(rank: int, world_size: int) -> dict[str, Any]:
-    """Rank 1 fails before the gradient all-reduce, so rank 0 would wait for it forever."""
-    model = DDP(make_model())
-    x, y = make_batch()
+    """Rank 1 fails before the all-reduce, so rank 0 would wait for it forever."""
+    grad = torch.full((3,), float(rank))
     if rank == 1:
         raise ValueError("corrupted batch on rank 1")
-    F.mse_loss(model(x), y).backward()  # blocks in all-reduce: rank 1 never arrives
-    return {"rank": rank}
-
-
-def socket_report_worker(rank: int, world_size: int) -> dict[str, Any]:
-    """All-reduce once, then list the local addresses of this process's network sockets."""
-    import psutil
-
-    value = torch.ones(1)
-    dist.all_reduce(value)
-    addresses = sorted({c.laddr.ip for c in psutil.Process().net_connections(kind="inet") if c.laddr})
-    return {"rank": rank, "sum": value.item(), "local_addresses": addresses}
+    dist.all_reduce(grad)  # rank 0 waits here for a rank that will never arrive
+    return {"rank": rank, "grad": grad}
 
 
 def sleepy_worker(rank: int, world_size: int, seconds: float = 60.0) -> dict[str, Any]:
@@ -164,8 +169,32 @@ def _entry(rank: int, worker: Callable[..., Any], world_size: int, folder: str,
     try:
         result = worker(rank, world_size, **kwargs)
         torch.save(result, os.path.join(folder, f"rank{rank}.pt"))
+    except BaseException as exc:  # note when and why, so launch can name the FIRST failure
+        with open(os.path.join(folder, f"rank{rank}.error"), "w") as handle:
+            handle.write(f"{time.time():.6f} {type(exc).__name__}: {exc}".splitlines()[0])
+        raise
     finally:
         dist.destroy_process_group()
+
+
+def _importable(fn: Callable[..., Any]) -> bool:
+    """True when a fresh process can find ``fn`` by its module and qualified name."""
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is None or module.__name__ == "__main__":
+        return False
+    found: Any = module
+    for part in getattr(fn, "__qualname__", "<?>").split("."):
+        found = getattr(found, part, None)
+    return found is fn
+
+
+def _first_error(folder: str) -> tuple[int, str] | None:
+    """(rank, "Type: message") of the earliest recorded worker exception: the cause, not an echo."""
+    errors = []
+    for path in Path(folder).glob("rank*.error"):
+        stamp, _, message = path.read_text().partition(" ")
+        errors.append((float(stamp), int(path.stem[4:]), message))
+    return min(errors)[1:] if errors else None
 
 
 def _log_tail(folder: str, rank: int, lines: int = 6) -> str:
@@ -183,7 +212,7 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
     """
     if world_size < 1:
         raise ValueError(f"expected world_size >= 1, found {world_size}")
-    if getattr(worker, "__module__", "__main__") == "__main__" or "<locals>" in worker.__qualname__:
+    if not _importable(worker):
         raise ValueError(f"expected a module-level function from a .py file, found "
                          f"{worker.__qualname__!r} from {worker.__module__!r}: spawned processes "
                          f"cannot import functions defined in a notebook. Put it in a module.")
@@ -201,9 +230,9 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
                                    f"they were stopped. A rank waiting for a collective that another "
                                    f"rank never reaches looks exactly like this.")
     except mp.ProcessRaisedException as exc:
-        last = str(exc).strip().splitlines()[-1]
-        raise WorkerFailed(f"worker rank {exc.error_index} failed with {last}. The other ranks "
-                           f"were stopped (they would have waited for it forever).") from None
+        rank, error = _first_error(folder) or (exc.error_index, str(exc).strip().splitlines()[-1])
+        raise WorkerFailed(f"worker rank {rank} failed with {error}. The other ranks were "
+                           f"stopped (they would have waited for it forever).") from None
     except mp.ProcessExitedException as exc:
         raise WorkerFailed(f"worker rank {exc.error_index} died (exit code {exc.exit_code}). "
                            f"Its last output:\n{_log_tail(folder, exc.error_index)}") from None

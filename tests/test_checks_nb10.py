@@ -73,7 +73,7 @@ def test_real_time_it_on_cpu_is_positive_and_small() -> None:
 def test_mean_epoch_loss_alternatives() -> None:
     assert check("10.mean_epoch_loss", lambda ls: sum(l.detach() for l in ls) / len(ls)).passed
     assert check("10.mean_epoch_loss", lambda ls: torch.stack(ls).mean().detach()).passed
-    result = check("10.mean_epoch_loss", lambda ls: torch.tensor(sum(float(l) for l in ls) / len(ls)))
+    result = check("10.mean_epoch_loss", lambda ls: torch.tensor(sum(float(l.detach()) for l in ls) / len(ls)))
     assert "Hint (calls .item() every step" in result.message
 
 
