@@ -10,7 +10,7 @@ import pytest
 
 from course_utils.authoring import kernel_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
