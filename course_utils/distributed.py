@@ -1,13 +1,17 @@
 """Run small DistributedDataParallel (DDP) jobs on CPU from a notebook, on loopback only.
 
-``torch.multiprocessing`` starts workers with *spawn*: each worker is a fresh Python
-process that imports the function it runs by its module and name, so a function defined
-in a notebook cell cannot be used. The workers live here.
-
-:func:`launch` starts ``world_size`` processes, collects what each worker returns, and
+:func:`launch` starts ``world_size`` worker processes, collects what each worker returns, and
 always cleans up: a worker that raises gives a :class:`WorkerFailed` naming the rank and
 its error, a job that runs past ``timeout_s`` is killed and gives ``TimeoutError``, and
 no process is left behind either way.
+
+How the processes start (:func:`default_start_method`): on Linux with *fork*, a copy of the
+calling process that shares its memory and its already imported torch, so two workers cost
+tens of MB and start in a fraction of a second; elsewhere (macOS, Windows) with *spawn*, a
+fresh interpreter per worker that imports torch again (seconds and hundreds of MB each, see
+``benchmarks/results/ddp_start.md``). A spawned worker finds its function by module and
+name, so ``launch`` requires a module-level function from a .py file with either method:
+code written against this module runs unchanged on every platform. The workers live here.
 
 Network safety: the workers meet through a file (``torch.distributed.FileStore`` in a
 temporary folder), so no rendezvous server listens on any interface, and gloo's own
@@ -18,10 +22,16 @@ Example (``launch`` itself starts processes, which takes seconds; see tests/test
     >>> x, y = make_batch()
     >>> tuple(x.shape), tuple(y.shape)
     ((8, 4), (8, 1))
+    >>> default_start_method() in ("fork", "spawn")
+    True
     >>> launch(lambda rank, world_size: rank)
     Traceback (most recent call last):
     ...
-    ValueError: expected a module-level function from a .py file, found '<lambda>' from 'course_utils.distributed': spawned processes cannot import functions defined in a notebook. Put it in a module.
+    ValueError: expected a module-level function from a .py file, found '<lambda>' from 'course_utils.distributed': a spawned process (the start method on macOS and Windows) cannot import a function defined in a notebook. Put it in a module.
+    >>> launch(rank_and_sum_worker, start_method="forkserver")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected start_method 'fork' or 'spawn' (or None for default_start_method()), found 'forkserver'
 
     ``launch(rank_and_sum_worker, world_size=2)`` returns one dict per rank, each with
     ``sum_of_ranks == 1.0``.
@@ -49,6 +59,11 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 #: Environment every worker gets before the process group starts (loopback only).
 LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
+
+
+def default_start_method() -> str:
+    """``"fork"`` on Linux, ``"spawn"`` elsewhere (fork is unavailable on Windows and unsafe on macOS)."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
 class WorkerFailed(RuntimeError):
@@ -153,10 +168,11 @@ def sleepy_worker(rank: int, world_size: int, seconds: float = 60.0) -> dict[str
 
 def _entry(rank: int, worker: Callable[..., Any], world_size: int, folder: str,
            kwargs: dict[str, Any], group_timeout_s: float) -> None:
-    """What each spawned process runs: set up, join the group, run ``worker``, save its result."""
-    log = open(os.path.join(folder, f"rank{rank}.log"), "w")  # keep the notebook's stderr clean
+    """What each worker process runs first: set up, join the group, run ``worker``, save its result."""
+    log = open(os.path.join(folder, f"rank{rank}.log"), "w", buffering=1)  # keep the notebook clean
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log  # a forked worker must not write through the kernel's streams
     os.environ.update(LOOPBACK_ENV)
     if os.environ.get("COURSE_NETGUARD") == "1":
         import course_utils.netguard as netguard
@@ -204,21 +220,28 @@ def _log_tail(folder: str, rank: int, lines: int = 6) -> str:
 
 
 def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 180.0,
-           **kwargs: Any) -> list[Any]:
-    """Run ``worker(rank, world_size, **kwargs)`` in ``world_size`` spawned processes.
+           start_method: str | None = None, **kwargs: Any) -> list[Any]:
+    """Run ``worker(rank, world_size, **kwargs)`` in ``world_size`` new processes.
 
     Returns the workers' return values, ordered by rank. ``worker`` must be importable (a
     module-level function in a .py file) and return something ``torch.save`` can store.
+    ``start_method`` is ``"fork"`` or ``"spawn"``; ``None`` uses :func:`default_start_method`.
     """
+    if start_method is None:
+        start_method = default_start_method()
+    if start_method not in ("fork", "spawn"):
+        raise ValueError(f"expected start_method 'fork' or 'spawn' (or None for "
+                         f"default_start_method()), found {start_method!r}")
     if world_size < 1:
         raise ValueError(f"expected world_size >= 1, found {world_size}")
     if not _importable(worker):
         raise ValueError(f"expected a module-level function from a .py file, found "
-                         f"{worker.__qualname__!r} from {worker.__module__!r}: spawned processes "
-                         f"cannot import functions defined in a notebook. Put it in a module.")
+                         f"{worker.__qualname__!r} from {worker.__module__!r}: a spawned process (the "
+                         f"start method on macOS and Windows) cannot import a function defined in a "
+                         f"notebook. Put it in a module.")
     folder = tempfile.mkdtemp(prefix="course-ddp-")
     context = mp.start_processes(_entry, args=(worker, world_size, folder, kwargs, timeout_s),
-                                 nprocs=world_size, join=False, start_method="spawn")
+                                 nprocs=world_size, join=False, start_method=start_method)
     deadline = time.monotonic() + timeout_s
     spawn_log = logging.getLogger("torch.multiprocessing.spawn")
     level = spawn_log.level

@@ -32,9 +32,20 @@ def _workers_left() -> list[psutil.Process]:
     return left
 
 
-def test_ddp_gradients_equal_big_batch_and_rank0_saves(tmp_path: Path) -> None:
+#: fork is the default on Linux (the notebook's path); spawn is what macOS and Windows learners get.
+METHODS = ["fork", "spawn"] if sys.platform.startswith("linux") else ["spawn"]
+
+
+def test_default_start_method_is_fork_only_on_linux() -> None:
+    assert d.default_start_method() == ("fork" if sys.platform.startswith("linux") else "spawn")
+    with pytest.raises(ValueError, match="expected start_method 'fork' or 'spawn'.*found 'forkserver'"):
+        d.launch(d.rank_and_sum_worker, start_method="forkserver")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_ddp_gradients_equal_big_batch_and_rank0_saves(tmp_path: Path, method: str) -> None:
     checkpoint = tmp_path / "ckpt.pt"
-    results = d.launch(d.lesson_worker, world_size=2, checkpoint=str(checkpoint))
+    results = d.launch(d.lesson_worker, world_size=2, checkpoint=str(checkpoint), start_method=method)
     model = d.make_model()
     x, y = d.make_batch()
     torch.nn.functional.mse_loss(model(x), y).backward()
@@ -55,17 +66,19 @@ def test_ddp_gradients_equal_big_batch_and_rank0_saves(tmp_path: Path) -> None:
     assert not _workers_left()
 
 
-def test_a_crashing_rank_is_reported_not_hung() -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_a_crashing_rank_is_reported_not_hung(method: str) -> None:
     start = time.monotonic()
     with pytest.raises(d.WorkerFailed, match="rank 1 failed with ValueError: corrupted batch"):
-        d.launch(d.crash_worker, world_size=2, timeout_s=170)
+        d.launch(d.crash_worker, world_size=2, timeout_s=170, start_method=method)
     assert time.monotonic() - start < 170
     assert not _workers_left()
 
 
-def test_timeout_stops_every_worker() -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_timeout_stops_every_worker(method: str) -> None:
     with pytest.raises(TimeoutError, match="did not finish within 2 s"):
-        d.launch(d.sleepy_worker, world_size=2, timeout_s=2)
+        d.launch(d.sleepy_worker, world_size=2, timeout_s=2, start_method=method)
     assert not _workers_left()
 
 
@@ -74,7 +87,7 @@ def test_notebook_functions_are_refused_with_advice() -> None:
         return rank
 
     for worker in (local_worker, lambda rank, world_size: rank):
-        with pytest.raises(ValueError, match="cannot import functions defined in a notebook"):
+        with pytest.raises(ValueError, match="cannot import a function defined in a notebook"):
             d.launch(worker)
     with pytest.raises(ValueError, match="world_size >= 1"):
         d.launch(d.rank_and_sum_worker, world_size=0)
