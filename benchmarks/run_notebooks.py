@@ -13,6 +13,10 @@ Each notebook runs top to bottom in a fresh ``python3`` kernel (nbclient, the en
   resident set size plus the unique memory of its child processes (DataLoader workers,
   spawned DDP ranks); at least the kernel's own high-water mark (``VmHWM``).
 
+Every kernel gets an empty Inductor cache (``TORCHINDUCTOR_CACHE_DIR``), so a notebook that
+calls ``torch.compile`` is timed as on a learner's first run, C++ compilation included.
+Notebook 10 has a 60 s budget for that reason (``LONGER_BUDGETS``).
+
 A baseline kernel that only imports torch, torchvision and matplotlib.pyplot is measured the
 same way first. Budgets (COURSE_DESIGN section 7): every notebook <= 30 s and <= baseline +
 500 MB; median <= 15 s over a full run. The table goes to ``benchmarks/RESULTS.md`` together
@@ -41,6 +45,8 @@ FRAGMENTS = ROOT / "benchmarks" / "results"
 FOLDERS = ("notebooks", "solutions")
 
 MAX_SECONDS = 30.0
+#: Notebooks allowed longer than MAX_SECONDS, and why (issue 8: compile is slow on CPU).
+LONGER_BUDGETS = {"10_performance_compile_export": (60.0, "its first torch.compile runs a C++ compiler")}
 MAX_MEDIAN_SECONDS = 15.0
 MAX_MB_OVER_BASELINE = 500.0
 BASELINE_SOURCE = "import torch\nimport torchvision\nimport matplotlib\nimport matplotlib.pyplot as plt"
@@ -113,8 +119,29 @@ def _high_water_mark(pid: int) -> int:
     return int(match.group(1)) * 1024 if match else 0
 
 
+def budget_seconds(name: str) -> float:
+    """The time budget of notebook ``name`` (``folder/NN_name.ipynb`` or a stem)."""
+    stem = Path(name).stem
+    return LONGER_BUDGETS[stem][0] if stem in LONGER_BUDGETS else MAX_SECONDS
+
+
 def run_notebook(nb, name: str, cwd: Path, timeout: int = 600) -> Measurement:
-    """Execute ``nb`` (a NotebookNode, modified in memory only) in a fresh kernel and measure it."""
+    """Execute ``nb`` (a NotebookNode, modified in memory only) in a fresh kernel and measure it.
+
+    The kernel starts with an empty, temporary Inductor cache: compile time is always paid."""
+    import shutil
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="course-inductor-cache-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    try:
+        return _run_notebook(nb, name, cwd, timeout)
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _run_notebook(nb, name: str, cwd: Path, timeout: int) -> Measurement:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
@@ -217,7 +244,11 @@ def report(baseline: Measurement, rows: list[Measurement], subset: bool, started
              f"- Load average (1/5/15 min) before: {load_before}; after: {load_after}. "
              f"Other processes on the machine inflate the times: compare runs on a quiet machine.",
              f"- Budgets (COURSE_DESIGN section 7): each notebook <= {MAX_SECONDS:.0f} s wall in a fresh kernel "
-             f"and peak kernel RSS <= baseline + {MAX_MB_OVER_BASELINE:.0f} MB; median <= {MAX_MEDIAN_SECONDS:.0f} s.",
+             f"and peak kernel RSS <= baseline + {MAX_MB_OVER_BASELINE:.0f} MB; median <= {MAX_MEDIAN_SECONDS:.0f} s. "
+             + " ".join(f"Notebook {stem[:2]}: <= {limit:.0f} s ({why})." for stem, (limit, why)
+                        in LONGER_BUDGETS.items()),
+             "- Every kernel starts with an empty Inductor cache, so `torch.compile` is timed as on a "
+             "learner's first run (C++ compilation included).",
              f"- Baseline kernel (imports torch, torchvision, matplotlib.pyplot and nothing else): "
              f"{baseline.seconds:.1f} s, {baseline.peak_mb:.0f} MB peak RSS, so the memory limit is "
              f"{limit_mb:.0f} MB.",
@@ -230,12 +261,13 @@ def report(baseline: Measurement, rows: list[Measurement], subset: bool, started
         problems = []
         if row.error:
             problems.append(f"failed: {row.error}")
-        if row.seconds > MAX_SECONDS:
-            problems.append(f"> {MAX_SECONDS:.0f} s")
+        if row.seconds > budget_seconds(row.name):
+            problems.append(f"> {budget_seconds(row.name):.0f} s")
         if over > MAX_MB_OVER_BASELINE:
             problems.append(f"> baseline + {MAX_MB_OVER_BASELINE:.0f} MB")
         ok = ok and not problems
-        verdict = "yes" if not problems else "**NO** (" + "; ".join(problems).replace("|", "/") + ")"
+        longer = f" ({budget_seconds(row.name):.0f} s budget)" if budget_seconds(row.name) != MAX_SECONDS else ""
+        verdict = f"yes{longer}" if not problems else "**NO** (" + "; ".join(problems).replace("|", "/") + ")"
         lines.append(f"| {row.name} | {row.seconds:.1f} | {row.peak_mb:.0f} | {over:+.0f} | {verdict} |")
     lines.append("")
     if rows:

@@ -152,16 +152,28 @@ def kernel_env(ipython_dir: Path | None = None) -> dict[str, str]:
 
 
 def execute(path: Path, timeout: int = 600) -> None:
-    """Re-execute one notebook in place in a fresh kernel, outputs saved."""
+    """Re-execute one notebook in place in a fresh kernel, outputs saved.
+
+    The kernel gets an empty Inductor cache, so the saved outputs show what a learner's first
+    run measures (``torch.compile`` compiling from scratch), not a warm cache of this machine.
+    """
+    import shutil
+
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     os.environ.update(kernel_env())
+    cache = tempfile.mkdtemp(prefix="course-inductor-cache-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}},
                             record_timing=False, store_widget_state=True)
-    client.execute()
+    try:
+        client.execute()
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        shutil.rmtree(cache, ignore_errors=True)
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nbformat.write(nb, path)
