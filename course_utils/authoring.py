@@ -151,6 +151,31 @@ def kernel_env(ipython_dir: Path | None = None) -> dict[str, str]:
     }
 
 
+def merge_streams(outputs: list) -> list:
+    """Join consecutive stream outputs of the same name (stdout/stderr) into one output.
+
+    A kernel flushes ``print`` output in chunks, which nbformat stores as separate outputs
+    split mid-line; viewers such as GitHub then show one line as two. nbval compares merged
+    streams, so merging changes nothing it checks.
+
+    >>> from nbformat.v4 import new_output
+    >>> merged = merge_streams([new_output("stream", name="stdout", text="a: "),
+    ...                         new_output("stream", name="stdout", text="1\\n"),
+    ...                         new_output("stream", name="stderr", text="w\\n")])
+    >>> [(o.name, o.text) for o in merged]
+    [('stdout', 'a: 1\\n'), ('stderr', 'w\\n')]
+    """
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] = previous["text"] + output["text"]
+        else:
+            merged.append(output)
+    return merged
+
+
 def execute(path: Path, timeout: int = 600) -> None:
     """Re-execute one notebook in place in a fresh kernel, outputs saved.
 
@@ -174,6 +199,9 @@ def execute(path: Path, timeout: int = 600) -> None:
     finally:
         os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
         shutil.rmtree(cache, ignore_errors=True)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merge_streams(cell.outputs)
     nb.metadata.pop("widgets", None)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nbformat.write(nb, path)
