@@ -5,14 +5,15 @@ from __future__ import annotations
 import torch
 from torch.utils.data import DistributedSampler
 
-from course_utils.checks.nb11 import _ddp_shell, shard_indices_reference
+from course_utils.checks.nb11 import _ddp_shell, _HasModuleLayer, shard_indices_reference, \
+    unwrapped_state_dict_reference
 from course_utils.exercises import check, get_exercise
 
 REQUIRED = {
     "11.shard_indices": ["overlap", "drops the remainder without padding"],
     "11.average_gradients": ["sums without dividing"],
     "11.should_save": ["every rank saves"],
-    "11.unwrapped_state_dict": ["'module.' prefix"],
+    "11.unwrapped_state_dict": ["'module.' prefix", "getattr"],
 }
 
 
@@ -65,3 +66,13 @@ def test_ddp_shell_behaves_like_a_wrapper() -> None:
     assert check("11.unwrapped_state_dict",
                  lambda m: m.module.state_dict() if isinstance(m, torch.nn.parallel.DistributedDataParallel)
                  else m.state_dict()).passed
+
+
+def test_unwrap_tests_the_type_not_the_attribute() -> None:
+    plain = _HasModuleLayer()
+    assert list(unwrapped_state_dict_reference(plain)) == ["module.weight", "module.bias", "head.weight", "head.bias"]
+    inner = torch.nn.Linear(2, 1)
+    assert list(unwrapped_state_dict_reference(torch.nn.DataParallel(inner))) == ["weight", "bias"]
+    result = check("11.unwrapped_state_dict", lambda m: getattr(m, "module", m).state_dict())
+    assert result.status == "fail" and "Hint (unwraps by attribute name" in result.message
+    assert "isinstance" in result.message

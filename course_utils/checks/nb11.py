@@ -240,7 +240,8 @@ def _ddp_shell(module: nn.Module) -> nn.Module:
 
 
 def unwrapped_state_dict_reference(model: nn.Module) -> dict[str, torch.Tensor]:
-    return getattr(model, "module", model).state_dict()
+    inner = model.module if isinstance(model, (DistributedDataParallel, nn.DataParallel)) else model
+    return inner.state_dict()
 
 
 def _unwrap_keeps_prefix(model):
@@ -251,6 +252,22 @@ def _unwrap_always(model):
     return model.module.state_dict()
 
 
+def _unwrap_by_attribute(model):
+    return getattr(model, "module", model).state_dict()
+
+
+class _HasModuleLayer(nn.Module):
+    """A plain (unwrapped) model that happens to have a layer named ``module``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.module = nn.Linear(3, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.module(x)))
+
+
 def _unwrap_cases():
     def make(seed, wrapped):
         def factory():
@@ -258,7 +275,11 @@ def _unwrap_cases():
             model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
             return ((_ddp_shell(model) if wrapped else model),), {}
         return factory
-    return [make(0, True), make(1, False), make(2, True)]
+    def plain_with_module_layer():
+        torch.manual_seed(3)
+        return (_HasModuleLayer(),), {}
+
+    return [make(0, True), make(1, False), make(2, True), plain_with_module_layer]
 
 
 def _unwrap_verify(out, ref, args, kwargs):
@@ -277,7 +298,7 @@ register(Exercise(
     "11.unwrapped_state_dict",
     "unwrapped_state_dict(model) returns the state dict of the model inside a "
     "DistributedDataParallel wrapper (keys without the 'module.' prefix), and the plain "
-    "state dict when the model is not wrapped.",
+    "state dict when the model is not wrapped (even when it has a layer named 'module').",
     unwrapped_state_dict_reference,
     _unwrap_cases(),
     _unwrap_verify,
@@ -287,7 +308,14 @@ register(Exercise(
                 "load: save ddp_model.module.state_dict() instead.",
                 _unwrap_keeps_prefix),
         Mistake("fails on an unwrapped model",
-                "a plain nn.Module has no .module: use getattr(model, 'module', model).",
+                "a plain nn.Module has no .module: unwrap only a wrapper, model.module if "
+                "isinstance(model, (DistributedDataParallel, nn.DataParallel)) else model.",
                 _unwrap_always, error_match="has no attribute 'module'"),
+        Mistake("unwraps by attribute name (getattr(model, 'module', model))",
+                "getattr(model, 'module', model) also 'unwraps' a plain model that has a layer "
+                "named module, and returns only that layer's weights: test the type instead, "
+                "model.module if isinstance(model, (DistributedDataParallel, nn.DataParallel)) "
+                "else model.",
+                _unwrap_by_attribute),
     ],
 ))
