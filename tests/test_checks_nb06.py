@@ -9,8 +9,9 @@ from course_utils.exercises import check, get_exercise
 
 REQUIRED = {
     "06.train_one_epoch": ["zero_grad", "model.train()", "softmax before CrossEntropyLoss",
-                           "last loss or a tensor"],
-    "06.evaluate": ["eval()", "gradients tracked", "argmax over the wrong dim"],
+                           "last loss or a tensor", "unweighted mean of batch losses"],
+    "06.evaluate": ["eval()", "gradients tracked", "argmax over the wrong dim",
+                    "mean of per-batch accuracies"],
     "06.clipped_step": ["zero_grad", "before backward", "after optimizer.step()", "tensor"],
 }
 
@@ -32,17 +33,48 @@ def test_checking_does_not_touch_the_global_rng() -> None:
 
 
 def test_train_one_epoch_other_right_answers() -> None:
-    def model_zero_grad_and_batch_mean(model, loader, loss_fn, optimizer, device):
+    def model_zero_grad_and_sum_reduction(model, loader, loss_fn, optimizer, device):
         model.train()
-        losses = []
+        total = 0.0
         for x, y in loader:
             model.zero_grad(set_to_none=False)
             loss = loss_fn(model(x.to(device)), y.to(device))
             loss.backward()
             optimizer.step()
+            total += loss.item() * y.shape[0]
+        return total / len(loader.dataset)
+    assert check("06.train_one_epoch", model_zero_grad_and_sum_reduction).passed
+
+
+def test_unweighted_means_fail_on_the_short_last_batch() -> None:
+    def batch_mean(model, loader, loss_fn, optimizer, device):
+        model.train()
+        losses = []
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
             losses.append(loss.item())
-        return sum(losses) / len(losses)  # equal batches: the same mean
-    assert check("06.train_one_epoch", model_zero_grad_and_batch_mean).passed
+        return sum(losses) / len(losses)  # right only when every batch has the same size
+    result = check("06.train_one_epoch", batch_mean)
+    assert result.status == "fail" and "on test case 4" in result.message
+    assert "Hint (unweighted mean of batch losses)" in result.message
+
+    def mean_of_accuracies(model, loader, device):
+        model.eval()
+        with torch.no_grad():
+            accs = [(model(x).argmax(1) == y).float().mean().item() for x, y in loader]
+        return sum(accs) / len(accs)
+    result = check("06.evaluate", mean_of_accuracies)
+    assert result.status == "fail" and "Hint (mean of per-batch accuracies)" in result.message
+    # the detectors do not fire on a right answer
+    args, kwargs = nb06._epoch_cases()[3]()
+    right = nb06.train_one_epoch_reference(*args, **kwargs)
+    assert not nb06._unweighted_mean(right, args, kwargs)
+    args, kwargs = nb06._eval_cases()[3]()
+    right = nb06.evaluate_reference(*args, **kwargs)
+    assert not nb06._mean_of_batch_accuracies(right, args, kwargs)
 
 
 def test_train_one_epoch_functional_softmax_and_tensor_return() -> None:

@@ -156,6 +156,19 @@ def _epoch_softmax(model, loader, loss_fn, optimizer, device):
     return sum(losses) / len(losses)
 
 
+def _epoch_unweighted(model, loader, loss_fn, optimizer, device):
+    model.train()
+    losses = []
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)  # every batch counts the same, the short last one too
+
+
 def _epoch_last_loss(model, loader, loss_fn, optimizer, device):
     model.train()
     for x, y in loader:
@@ -174,8 +187,9 @@ def _epoch_cases():
         loader = _loader(x, y, batch_size)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         return (model, loader, RecordingCrossEntropy(), optimizer, device), {}
+    # the last case has a short last batch (16, 16, 3): there the mean of the batch means is wrong
     return [lambda: make(0, 32, 8, torch.device("cpu")), lambda: make(1, 36, 12, "cpu"),
-            lambda: make(2, 40, 10, torch.device("cpu"))]
+            lambda: make(2, 40, 10, torch.device("cpu")), lambda: make(3, 35, 16, "cpu")]
 
 
 def _epoch_verify(out, ref, args, kwargs):
@@ -195,13 +209,28 @@ def _epoch_verify(out, ref, args, kwargs):
         return ("backward() added each batch's gradients on top of the previous batch's: "
                 "the gradients were never reset")
     if abs(float(out) - ref) > 1e-4 * max(1.0, abs(ref)):
-        return (f"expected the mean loss over the epoch's {len(loss_fn.values)} batches, {ref:.4f}, "
-                f"found {float(out):.4f}")
+        sizes = [len(y) for _, y in loader]
+        return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
+                f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
     return None
 
 
 def _ran_in_eval(out, args, kwargs) -> bool:
     return any(not training for training, _ in args[0].calls)
+
+
+def _batch_sizes(loader) -> list[int]:
+    return [len(y) for _, y in loader]
+
+
+def _unweighted_mean(out, args, kwargs) -> bool:
+    """The output is the plain mean of the batch losses, on a case where that is wrong."""
+    sizes, values = _batch_sizes(args[1]), args[2].values
+    if not _is_number(out) or len(set(sizes)) < 2 or len(values) != len(sizes):
+        return False
+    plain = sum(values) / len(values)
+    weighted = sum(v * n for v, n in zip(values, sizes)) / sum(sizes)
+    return abs(out - plain) < 1e-6 * max(1.0, abs(plain)) and abs(plain - weighted) > 1e-5
 
 
 def _returned_last(out, args, kwargs) -> bool:
@@ -236,6 +265,10 @@ register(Exercise(
                 "add up loss.item() * batch_size over the epoch and return total / number_of_samples "
                 "as a Python float, not the last batch's loss and not a tensor.",
                 _epoch_last_loss, detect=_returned_last),
+        Mistake("unweighted mean of batch losses",
+                "loss.item() is the mean over one batch, and the last batch can be shorter: add up "
+                "loss.item() * len(y) and divide by the number of samples, not by the number of batches.",
+                _epoch_unweighted, detect=_unweighted_mean),
     ],
 ))
 
@@ -281,6 +314,15 @@ def _eval_wrong_dim(model, loader, device):
     return correct / count
 
 
+def _eval_batch_mean(model, loader, device):
+    model.eval()
+    accuracies = []
+    with torch.inference_mode():
+        for x, y in loader:
+            accuracies.append((model(x.to(device)).argmax(dim=1) == y.to(device)).float().mean().item())
+    return sum(accuracies) / len(accuracies)  # the short last batch weighs as much as a full one
+
+
 def _eval_percent(model, loader, device):
     return 100 * evaluate_reference(model, loader, device)
 
@@ -295,8 +337,10 @@ def _eval_cases():
         model.forget()
         model.train()  # handed over in training mode, as right after an epoch
         return (model, _loader(x, y, batch_size), torch.device("cpu")), {}
-    # batch 6 != 4 classes: argmax over dim 0 raises; batch 4 == 4 classes: it silently miscounts
-    return [lambda: make(0, 30, 6), lambda: make(1, 24, 4), lambda: make(2, 35, 7)]
+    # batch 6 != 4 classes: argmax over dim 0 raises; batch 4 == 4 classes: it silently miscounts;
+    # the last case ends with a short batch (8, 8, 3): a mean of batch accuracies is wrong there
+    return [lambda: make(0, 30, 6), lambda: make(1, 24, 4), lambda: make(2, 35, 7),
+            lambda: make(3, 19, 8)]
 
 
 def _wrong_dim_accuracy(model: ProbeNet, loader) -> float | None:
@@ -334,6 +378,15 @@ def _argmax_wrong_dim(out, args, kwargs) -> bool:
     return _is_number(out) and wrong is not None and abs(out - wrong) < 1e-6
 
 
+def _mean_of_batch_accuracies(out, args, kwargs) -> bool:
+    model, loader = args[0], args[1]
+    labels = [y for _, y in loader]
+    if not _is_number(out) or len({len(y) for y in labels}) < 2 or len(labels) != len(model.outputs):
+        return False
+    accuracies = [float((o.argmax(dim=1) == y).float().mean()) for o, y in zip(model.outputs, labels)]
+    return abs(out - sum(accuracies) / len(accuracies)) < 1e-6
+
+
 def _percent_or_tensor(out, args, kwargs) -> bool:
     return isinstance(out, torch.Tensor) or (_is_number(out) and out > 1)
 
@@ -361,6 +414,10 @@ register(Exercise(
         Mistake("returns a percentage or a tensor",
                 "return correct / total as a Python float between 0 and 1 (use .item() on tensor counts).",
                 _eval_percent, detect=_percent_or_tensor),
+        Mistake("mean of per-batch accuracies",
+                "the last batch can be shorter, so averaging the batch accuracies over-weights it: "
+                "add up the correct predictions and the samples over all batches, then divide once.",
+                _eval_batch_mean, detect=_mean_of_batch_accuracies),
     ],
 ))
 
