@@ -6,12 +6,27 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.weak import WeakTensorKeyDictionary
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+#: input tensor -> a copy taken when its test case was built (to see whether a candidate changed it)
+_ORIGINAL: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+
+
+def _remember(x: torch.Tensor) -> torch.Tensor:
+    _ORIGINAL[x] = x.clone()
+    return x
+
+
+def _input_changed(x: Any) -> bool:
+    before = _ORIGINAL.get(x) if isinstance(x, torch.Tensor) else None
+    return before is not None and not torch.equal(x, before)
 
 
 # --- 00.double ---------------------------------------------------------------------------
@@ -29,16 +44,29 @@ def _double_number(x: torch.Tensor) -> Any:
     return (2 * x).tolist()
 
 
+def _double_inplace_then_copy(x: torch.Tensor) -> torch.Tensor:
+    x *= 2
+    return x.clone()  # a new tensor, but the caller's x was overwritten first
+
+
 def _double_cases():
-    return [lambda s=s, shape=shape: ((_randn(s, *shape),), {})
+    return [lambda s=s, shape=shape: ((_remember(_randn(s, *shape)),), {})
             for s, shape in [(1, (3,)), (2, (2, 4)), (3, (5,))]]
 
 
 def _double_verify(out, ref, args, kwargs):
     (x,) = args
-    if isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
+    changed = _input_changed(x)
+    if changed and isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
         return "your function changed its input in place and returned it; expected a new tensor"
+    if changed:
+        return ("your function changed its input in place (x no longer holds the values it was "
+                "called with); expected x unchanged")
     return compare_tensors(out, ref)
+
+
+def _modified_input(out, args, kwargs) -> bool:
+    return _input_changed(args[0])
 
 
 register(Exercise(
@@ -49,8 +77,9 @@ register(Exercise(
     _double_verify,
     [
         Mistake("modifies the input in place",
-                "x.mul_(2) or x *= 2 overwrites the caller's tensor; write `return 2 * x` instead.",
-                _double_inplace),
+                "x.mul_(2) or x *= 2 overwrites the caller's tensor (even if you return a copy "
+                "afterwards); write `return 2 * x` instead.",
+                _double_inplace, detect=_modified_input),
         Mistake("returns a Python list/number",
                 "keep the result a tensor: no .tolist() or .item() at the end.",
                 _double_number,
