@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -74,14 +75,38 @@ register(Exercise(
 # --- 01.to_device --------------------------------------------------------------------------
 
 
+#: What a DataLoader returns for namedtuple samples: default_collate keeps the namedtuple type.
+Batch = namedtuple("Batch", ["images", "labels", "names"])
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
 def to_device_reference(batch: Any, device: torch.device | str) -> Any:
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, dict):
         return {key: to_device_reference(value, device) for key, value in batch.items()}
+    if _is_namedtuple(batch):  # its constructor takes one argument per field
+        return type(batch)(*(to_device_reference(value, device) for value in batch))
     if isinstance(batch, (list, tuple)):
         return type(batch)(to_device_reference(value, device) for value in batch)
     return batch
+
+
+def _to_device_namedtuple_generator(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_namedtuple_generator(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_namedtuple_generator(v, device) for v in batch)
+    return batch
+
+
+def _namedtuple_lost(out: Any, args: tuple, kwargs: dict) -> bool:
+    return _is_namedtuple(args[0]) and not _is_namedtuple(out)
 
 
 def _to_device_top_level(batch, device):
@@ -172,13 +197,18 @@ def _to_device_cases():
     def pair():
         return ((torch.ones(3), (torch.zeros(2), torch.ones(1)), "note", 3.5), torch.device("meta")), {}
 
-    return [tensor, nested, pair]
+    def named():
+        batch = Batch(images=torch.zeros(2, 3), labels=[torch.tensor([1]), torch.tensor([0])],
+                      names=("a.png", "b.png"))
+        return (batch, "meta"), {}
+
+    return [tensor, nested, pair, named]
 
 
 register(Exercise(
     "01.to_device",
-    "to_device(batch, device) returns the same structure (tensor, or nested tuple/list/dict) "
-    "with every tensor moved to `device` and every non-tensor left exactly as it was.",
+    "to_device(batch, device) returns the same structure (tensor, or nested tuple/list/dict, "
+    "namedtuples included) with every tensor moved to `device` and every non-tensor left exactly as it was.",
     to_device_reference,
     _to_device_cases(),
     _to_device_verify,
@@ -187,6 +217,12 @@ register(Exercise(
                 "a dict or list can contain more dicts/lists: call to_device recursively on "
                 "each item instead of only calling .to() on direct children.",
                 _to_device_top_level),
+        Mistake("namedtuple not rebuilt field by field",
+                "a namedtuple (DataLoader keeps them) must come back as the same namedtuple, and "
+                "its constructor takes one argument per field: type(batch)(*items), not "
+                "type(batch)(generator) or tuple(...); recognise it with hasattr(batch, '_fields').",
+                _to_device_namedtuple_generator, error_match="required positional argument",
+                detect=_namedtuple_lost),
         Mistake("returns non-tensors changed",
                 "strings, numbers and other non-tensors must come back untouched: only call "
                 ".to(device) on torch.Tensor values and return anything else as it is.",
