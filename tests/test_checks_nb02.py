@@ -63,7 +63,7 @@ def test_center_columns_in_place_is_named() -> None:
     def in_place(x):
         return x.sub_(x.mean(dim=0, keepdim=True))
 
-    assert "Hint (changes x in place)" in check("02.center_columns", in_place).message
+    assert "Hint (modifies the input in place)" in check("02.center_columns", in_place).message
 
 
 def test_pairwise_sq_dists_alternatives() -> None:
@@ -73,3 +73,14 @@ def test_pairwise_sq_dists_alternatives() -> None:
     assert check("02.pairwise_sq_dists", expanded).passed
     result = check("02.pairwise_sq_dists", lambda a, b: ((a.unsqueeze(1) - b) ** 2).sum(-1).T)
     assert "Hint (result transposed (M, N))" in result.message
+
+
+def test_center_columns_in_place_then_copy_is_named() -> None:
+    # Returning a copy does not undo the damage: the caller's x was overwritten first.
+    def inplace_then_clone(x):
+        x -= x.mean(dim=0, keepdim=True)
+        return x.clone()
+
+    result = check("02.center_columns", inplace_then_clone)
+    assert result.status == "fail"
+    assert "Hint (modifies the input in place)" in result.message

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import torch
+from torch.utils.weak import WeakTensorKeyDictionary
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+#: input tensor -> a copy taken when its test case was built (to see whether a candidate changed it)
+_ORIGINAL: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+
+
+def _remember(x: torch.Tensor) -> torch.Tensor:
+    _ORIGINAL[x] = x.clone()
+    return x
+
+
+def _input_changed(x: object) -> bool:
+    before = _ORIGINAL.get(x) if isinstance(x, torch.Tensor) else None
+    return before is not None and not torch.equal(x, before)
 
 
 def _close(out: object, expected: torch.Tensor) -> bool:
@@ -74,8 +89,8 @@ def _mse_verify(out, ref, args, kwargs):
 register(Exercise(
     "02.per_sample_mse",
     "per_sample_mse(pred, target) returns the mean squared error of each sample, shape (N,). "
-    "pred and target have shape (N,), (N, 1) or (N, D): a 1-D tensor is one value per sample, "
-    "so (N,) and (N, 1) describe the same numbers.",
+    "Either pred and target both have shape (N, D), or each of them has shape (N,) or (N, 1): "
+    "a 1-D tensor is one value per sample, so (N,) and (N, 1) describe the same numbers.",
     per_sample_mse_reference,
     _mse_cases(),
     _mse_verify,
@@ -124,15 +139,19 @@ def _center_inplace(x):
 
 def _center_cases():
     # A square input first: there the no-keepdim bug runs silently instead of raising.
-    return [lambda: ((_randn(10, 4, 4) * 2 + 1,), {}),
-            lambda: ((_randn(11, 6, 3) + torch.arange(3.0) * 5,), {}),
-            lambda: ((_randn(12, 2, 5) - 3,), {})]
+    return [lambda: ((_remember(_randn(10, 4, 4) * 2 + 1),), {}),
+            lambda: ((_remember(_randn(11, 6, 3) + torch.arange(3.0) * 5),), {}),
+            lambda: ((_remember(_randn(12, 2, 5) - 3),), {})]
 
 
 def _center_verify(out, ref, args, kwargs):
     (x,) = args
-    if isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
+    changed = _input_changed(x)
+    if changed and isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
         return "your function changed its input in place and returned it; expected a new tensor"
+    if changed:
+        return ("your function changed its input in place (x no longer holds the values it was "
+                "called with); expected x unchanged")
     return _shape_problem(out, tuple(x.shape), "same shape as x") or compare_tensors(out, ref, name="centered x")
 
 
@@ -144,10 +163,10 @@ register(Exercise(
     _center_cases(),
     _center_verify,
     [
-        Mistake("changes x in place",
-                "`x -= ...` overwrites the caller's data; return a new tensor: `return x - ...`.",
-                _center_inplace,
-                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.data_ptr() == a[0].data_ptr()),
+        Mistake("modifies the input in place",
+                "`x -= ...` (or any op ending in `_`) overwrites the caller's data, even if you "
+                "return a copy afterwards; return a new tensor: `return x - ...`.",
+                _center_inplace, detect=lambda out, a, k: _input_changed(a[0])),
         Mistake("subtracts row means",
                 "dim=1 averages across the features of each sample; the column (feature) means "
                 "come from averaging over the samples: x.mean(dim=0, keepdim=True).",
