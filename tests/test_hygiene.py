@@ -30,6 +30,20 @@ def test_there_are_notebooks() -> None:
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_valid_nbformat(path: Path) -> None:
+    """JupyterLab logs 'Notebook JSON is invalid' for e.g. cell ids in an nbformat 4.4 file."""
+    import json
+
+    nb = nbformat.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as error:
+        pytest.fail(f"{path.name} is not valid nbformat {nb.nbformat}.{nb.nbformat_minor}: {error.message}. "
+                    f"Cells added with nbformat.v4.new_*_cell() carry an 'id' that 4.4 does not allow: "
+                    f"drop it, then re-run `make notebooks`.")
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
 def test_structure(path: Path) -> None:
     nb = _read(path)
     first = nb.cells[0]
