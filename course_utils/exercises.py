@@ -1,7 +1,7 @@
 """Auto-checked exercises: ``check(exercise_id, candidate)`` and the checker framework.
 
-Every exercise lives in ``course_utils/checks/nbNN.py`` (NN = notebook number) and is
-registered with :func:`register`. An exercise has
+Every exercise lives in ``course_utils/checks/nbNN.py`` or the package ``nbNN/``
+(NN = notebook number) and is registered with :func:`register`. An exercise has
 
 * a **reference** implementation (the solution),
 * **cases**: factories that build *fresh* inputs (the candidate never sees only the
