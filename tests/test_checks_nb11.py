@@ -1,30 +1,19 @@
-"""Notebook 11 exercises: required ids and mistake names; the reference agrees with PyTorch."""
+"""Notebook 11 exercises: the reference agrees with PyTorch; other right and wrong answers (required
+ids and mistake names: tests/test_exercise_checks.py)."""
 
 from __future__ import annotations
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DistributedSampler
 
-from course_utils.checks.nb11 import _ddp_shell, _HasModuleLayer, shard_indices_reference, \
-    unwrapped_state_dict_reference
+from course_utils.checks.nb11 import shard_indices_reference, unwrapped_state_dict_reference
 from course_utils.exercises import check, get_exercise
 
-REQUIRED = {
-    "11.shard_indices": ["overlap", "drops the remainder without padding"],
-    "11.average_gradients": ["sums without dividing"],
-    "11.should_save": ["every rank saves"],
-    "11.unwrapped_state_dict": ["'module.' prefix", "getattr"],
-}
 
-
-def _names(exercise_id: str) -> str:
-    return " | ".join(m.name for m in get_exercise(exercise_id).mistakes)
-
-
-def test_required_ids_and_mistake_names() -> None:
-    for exercise_id, words in REQUIRED.items():
-        for word in words:
-            assert word in _names(exercise_id), (exercise_id, word)
+def _unwrap_case_models() -> list[torch.nn.Module]:
+    """The model each 11.unwrapped_state_dict test case hands to the candidate."""
+    return [factory()[0][0] for factory in get_exercise("11.unwrapped_state_dict").cases]
 
 
 def test_shard_reference_matches_distributed_sampler() -> None:
@@ -58,18 +47,19 @@ def test_should_save_truthy_int_is_rejected() -> None:
     assert result.status == "fail" and "True or False" in result.message
 
 
-def test_ddp_shell_behaves_like_a_wrapper() -> None:
-    model = torch.nn.Linear(2, 1)
-    shell = _ddp_shell(model)
-    assert isinstance(shell, torch.nn.parallel.DistributedDataParallel)
-    assert list(shell.state_dict()) == ["module.weight", "module.bias"]
+def test_wrapped_cases_behave_like_a_ddp_wrapper() -> None:
+    shells = [m for m in _unwrap_case_models() if isinstance(m, DistributedDataParallel)]
+    assert shells, "some cases hand over a DistributedDataParallel wrapper"
+    for shell in shells:
+        assert list(shell.state_dict()) == [f"module.{key}" for key in shell.module.state_dict()]
     assert check("11.unwrapped_state_dict",
                  lambda m: m.module.state_dict() if isinstance(m, torch.nn.parallel.DistributedDataParallel)
                  else m.state_dict()).passed
 
 
 def test_unwrap_tests_the_type_not_the_attribute() -> None:
-    plain = _HasModuleLayer()
+    plain = next(m for m in _unwrap_case_models() if not isinstance(m, DistributedDataParallel)
+                 and isinstance(getattr(m, "module", None), torch.nn.Module))  # a layer named `module`
     assert list(unwrapped_state_dict_reference(plain)) == ["module.weight", "module.bias", "head.weight", "head.bias"]
     inner = torch.nn.Linear(2, 1)
     assert list(unwrapped_state_dict_reference(torch.nn.DataParallel(inner))) == ["weight", "bias"]

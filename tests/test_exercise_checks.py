@@ -1,5 +1,6 @@
 """Every registered exercise: the reference passes, a stub is [TODO], every listed mistake
-fails with a hint that names it. Required ids (COURSE_DESIGN section 4) must be registered."""
+fails with a hint that names it. The one table of required ids and mistake names, ``REQUIRED``,
+must be registered."""
 
 from __future__ import annotations
 
@@ -9,23 +10,53 @@ from course_utils.exercises import check, get_exercise, list_exercises
 
 EXERCISES = list_exercises()
 
-# Required ids and, for each, words that must appear in the names of its mistakes.
-REQUIRED_MISTAKES: dict[str, list[str]] = {
+# The one table of required exercises (COURSE_DESIGN section 4 and each notebook's exercises): every id
+# must be registered, and each word must appear in the name of one of its mistakes.
+REQUIRED: dict[str, list[str]] = {
+    "00.double": ["modifies the input in place"],
+    "00.shrink_until_small": [],
+    "00.layer_shapes": [],
     "01.independent_copy": ["from_numpy", "dtype"],
-    "01.to_device": ["top level", "non-tensors"],
-    "02.per_sample_mse": ["(N,N)", "mean over everything"],
-    "02.center_columns": ["row means", "global mean"],
-    "03.accumulated_grads": ["no division", "not zeroed first", "zeroing inside the loop"],
+    "01.flatten_batch": [],
+    "01.to_device": ["moves only the top level", "returns non-tensors changed", "namedtuple"],
+    "02.per_sample_mse": ["broadcast to (N,N)", "mean over everything"],
+    "02.center_columns": ["subtracts row means", "subtracts global mean"],
+    "02.pairwise_sq_dists": [],
+    "03.accumulated_grads": ["no division by the number of micro-batches", "stale grads not zeroed first",
+                             "zeroing inside the loop"],
+    "03.gradient_at": [],
+    "03.finite_difference_grad": [],
     "04.count_trainable": ["frozen", "shared params twice"],
     "04.kaiming_init": ["Xavier", "biases not zeroed", "non-Linear"],
     "05.normalization_stats": ["global instead of per-channel", "wrong axes"],
-    "06.train_one_epoch": ["missing zero_grad", "missing model.train()", "softmax before", "last loss or a tensor"],
-    "06.evaluate": ["missing eval()", "gradients tracked", "wrong dim"],
+    "05.make_loaders": ["shuffles the validation set", "not shuffled", "drop_last", "BatchNorm"],
+    "05.pad_collate": ["batch_first", "lengths", "fixed length"],
+    "06.train_one_epoch": ["missing zero_grad", "missing model.train()", "softmax before CrossEntropyLoss",
+                           "last loss or a tensor", "unweighted mean of batch losses"],
+    "06.evaluate": ["missing eval()", "gradients tracked", "argmax over the wrong dim",
+                    "mean of per-batch accuracies"],
+    "06.clipped_step": ["zero_grad", "before backward", "after optimizer.step()", "tensor"],
     "07.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
-    "07.amp_train_step": ["unscaled loss", "scaler.step", "scaler.update"],
-    "08.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing", "non-atomic write"],
-    "08.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing"],
+    "07.amp_train_step": ["backward on unscaled loss", "`optimizer.step()` instead of `scaler.step`",
+                          "no `scaler.update()`"],
+    "07.saved_activation_bytes": ["shared tensors counted twice", "parameters counted",
+                                  "pack hook returns the tensor itself (graph never freed)"],
+    "08.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
+                           "non-atomic write"],
+    "08.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
+                           "weights_only"],
+    "08.latest_checkpoint": ["as text", "temp", "modification time"],
+    "08.clean_state_dict": ["anywhere", "_orig_mod.", "in place"],
     "09.seed_everything": ["numpy not seeded", "python `random` not seeded"],
+    "09.nonfinite_layers": ["hooks not removed", "misses Inf"],
+    "09.fix_train_step": ["ZERO_GRAD_MISSING", "SOFTMAX_BEFORE_CE", "EVAL_MODE_LEFT_ON"],
+    "10.time_it": ["warm-up", "synchronization", "total"],
+    "10.mean_epoch_loss": [".item()", "graph", "sums"],
+    "10.clip_norm": ["Python if", "swapped", "aliasing"],
+    "11.shard_indices": ["overlap", "drops the remainder without padding"],
+    "11.average_gradients": ["sums without dividing"],
+    "11.should_save": ["every rank saves"],
+    "11.unwrapped_state_dict": ["'module.' prefix", "getattr"],
 }
 
 
@@ -76,9 +107,22 @@ def test_wrong_type_is_reported(exercise_id: str) -> None:
     assert "Traceback" not in result.message
 
 
-@pytest.mark.parametrize("exercise_id", sorted(REQUIRED_MISTAKES))
+def _missing(exercise_id: str, words: list[str]) -> list[str]:
+    """What the registry lacks of one REQUIRED entry: the id itself, or words no mistake name contains."""
+    if exercise_id not in list_exercises():
+        return [f"{exercise_id} is not registered"]
+    names = [m.name for m in get_exercise(exercise_id).mistakes]
+    return [f"{exercise_id}: no mistake named with {word!r} (have: {' | '.join(names)})"
+            for word in words if not any(word in name for name in names)]
+
+
+@pytest.mark.parametrize("exercise_id", sorted(REQUIRED))
 def test_required_exercise_and_mistakes_present(exercise_id: str) -> None:
-    assert exercise_id in EXERCISES
-    names = " | ".join(m.name for m in get_exercise(exercise_id).mistakes)
-    for word in REQUIRED_MISTAKES[exercise_id]:
-        assert word in names, f"{exercise_id}: no mistake named with {word!r} (have: {names})"
+    missing = _missing(exercise_id, REQUIRED[exercise_id])
+    assert not missing, missing
+
+
+def test_required_check_catches_a_missing_id_or_mistake() -> None:
+    assert _missing("00.no_such_exercise", [])
+    assert _missing("00.double", ["a mistake nobody registered"])
+    assert _missing("00.double", ["modifies the input in place"]) == []

@@ -1,7 +1,9 @@
-"""Exercise checkers, one module per notebook (``nbNN.py`` registers the ``NN.*`` ids).
+"""Exercise checkers: exactly one module per lesson, ``nbNN.py`` registering the ``NN.*`` ids.
 
-A notebook with many checkers is a package ``nbNN/`` instead: one module per exercise, and an
-``__init__.py`` that imports them all, so importing ``course_utils.checks.nbNN`` registers every id.
+A lesson's module holds all of its exercises in notebook order, each in a section headed
+``# --- NN.exercise_id ---``, with the plumbing they share at the top. Importing
+``course_utils.checks.nbNN`` registers every ``NN.*`` id; there are no sub-packages and no
+re-exports. A long module is fine: add a new exercise to its lesson's module, in notebook order.
 
 Nothing here runs on import of :mod:`course_utils`; :func:`course_utils.exercises.check`
 imports the module it needs.

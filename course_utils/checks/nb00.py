@@ -1,4 +1,9 @@
-"""Exercises of notebook 00 (welcome): how checkers work, and Python control flow in forward."""
+"""Checkers of notebook 00 (welcome), in notebook order: ``00.double``, ``00.shrink_until_small``,
+``00.layer_shapes``.
+
+The inputs of ``00.double`` are remembered with a copy when their case is built (``_remember``), so
+verify can tell a function that changed its input in place from one that computed a wrong value.
+"""
 
 from __future__ import annotations
 

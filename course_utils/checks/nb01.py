@@ -1,4 +1,10 @@
-"""Exercises of notebook 01 (tensors): copies vs shared memory, moving batches, flattening."""
+"""Checkers of notebook 01 (tensors), in notebook order: ``01.independent_copy``, ``01.flatten_batch``,
+``01.to_device``.
+
+``01.independent_copy`` changes the (fresh) NumPy array after the call to see whether the tensor
+follows it; ``01.flatten_batch`` includes non-contiguous inputs; ``01.to_device`` moves batches to the
+``meta`` device (shapes, no data), so it runs on any machine.
+"""
 
 from __future__ import annotations
 
@@ -68,6 +74,48 @@ register(Exercise(
                 _copy_float32,
                 detect=lambda out, a, k: isinstance(out, torch.Tensor)
                 and out.dtype != torch.from_numpy(a[0]).dtype),
+    ],
+))
+
+
+# --- 01.flatten_batch ----------------------------------------------------------------------
+
+
+def flatten_batch_reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.flatten(x, start_dim=1)
+
+
+def _flatten_view(x):
+    return x.view(x.size(0), -1)
+
+
+def _flatten_all(x):
+    return x.flatten()
+
+
+def _flatten_cases():
+    def g(seed: int) -> torch.Generator:
+        return torch.Generator().manual_seed(seed)
+    return [lambda: ((torch.randn(4, 3, 2, 2, generator=g(5)),), {}),
+            lambda: ((torch.randn(3, 2, 5, generator=g(6)).transpose(1, 2),), {}),
+            lambda: ((torch.randn(2, 6, generator=g(7)).t(),), {})]
+
+
+register(Exercise(
+    "01.flatten_batch",
+    "flatten_batch(x) keeps dim 0 (the batch) and flattens everything else into one dim, "
+    "and works for non-contiguous inputs such as x.transpose(1, 2).",
+    flatten_batch_reference,
+    _flatten_cases(),
+    lambda out, ref, a, k: compare_tensors(out, ref),
+    [
+        Mistake("uses .view on a non-contiguous tensor",
+                "view() needs compatible strides; torch.flatten(x, 1) (or x.reshape(x.size(0), -1)) "
+                "copies when it has to.",
+                _flatten_view, error_match="view size is not compatible"),
+        Mistake("flattens the batch dimension too",
+                "keep dim 0: torch.flatten(x, start_dim=1).",
+                _flatten_all),
     ],
 ))
 
@@ -227,47 +275,5 @@ register(Exercise(
                 "strings, numbers and other non-tensors must come back untouched: only call "
                 ".to(device) on torch.Tensor values and return anything else as it is.",
                 _to_device_tensorify, detect=_non_tensor_changed),
-    ],
-))
-
-
-# --- 01.flatten_batch ----------------------------------------------------------------------
-
-
-def flatten_batch_reference(x: torch.Tensor) -> torch.Tensor:
-    return torch.flatten(x, start_dim=1)
-
-
-def _flatten_view(x):
-    return x.view(x.size(0), -1)
-
-
-def _flatten_all(x):
-    return x.flatten()
-
-
-def _flatten_cases():
-    def g(seed: int) -> torch.Generator:
-        return torch.Generator().manual_seed(seed)
-    return [lambda: ((torch.randn(4, 3, 2, 2, generator=g(5)),), {}),
-            lambda: ((torch.randn(3, 2, 5, generator=g(6)).transpose(1, 2),), {}),
-            lambda: ((torch.randn(2, 6, generator=g(7)).t(),), {})]
-
-
-register(Exercise(
-    "01.flatten_batch",
-    "flatten_batch(x) keeps dim 0 (the batch) and flattens everything else into one dim, "
-    "and works for non-contiguous inputs such as x.transpose(1, 2).",
-    flatten_batch_reference,
-    _flatten_cases(),
-    lambda out, ref, a, k: compare_tensors(out, ref),
-    [
-        Mistake("uses .view on a non-contiguous tensor",
-                "view() needs compatible strides; torch.flatten(x, 1) (or x.reshape(x.size(0), -1)) "
-                "copies when it has to.",
-                _flatten_view, error_match="view size is not compatible"),
-        Mistake("flattens the batch dimension too",
-                "keep dim 0: torch.flatten(x, start_dim=1).",
-                _flatten_all),
     ],
 ))

@@ -1,4 +1,10 @@
-"""Exercises of notebook 02 (broadcasting pitfalls): per-sample losses, centering, pairwise distances."""
+"""Checkers of notebook 02 (broadcasting pitfalls), in notebook order: ``02.per_sample_mse``,
+``02.center_columns``, ``02.pairwise_sq_dists``.
+
+Shapes are checked before values, and ``02.per_sample_mse`` recognises a silent (N, N) broadcast even
+when a mean brings the shape back to (N,). The inputs of ``02.center_columns`` are remembered with a
+copy when their case is built (``_remember``), so an in-place change is named as such.
+"""
 
 from __future__ import annotations
 

@@ -1,17 +1,28 @@
-"""10.time_it: warm up, synchronise and time a function, checked on a fake asynchronous device."""
+"""Checkers of notebook 10 (performance, compile, export), in notebook order: ``10.time_it``,
+``10.mean_epoch_loss``, ``10.clip_norm``.
+
+``10.time_it`` runs the candidate on a fake asynchronous device (:class:`FakeAsyncDevice`, exact fake
+time); ``10.mean_epoch_loss`` hands it loss tensors of a subclass that counts device-to-host copies;
+``10.clip_norm`` first exports the candidate with ``torch.export`` (its ``inspect``) to catch a Python
+``if`` on a tensor value.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from typing import Any, Callable
 
 import torch
+from torch import nn
 
-from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
 
 
-# --- 10.time_it ------------------------------------------------------------------------------
-#
+# --- 10.time_it -----------------------------------------------------------------------------------
+# Warm up, synchronise and time a function, checked on a fake asynchronous device.
+
 # The checker cannot use a real GPU, so it hands the candidate a *fake asynchronous device*:
 # fn() "launches" work and returns at once (like a CUDA kernel launch), the work finishes
 # later on the device's own timeline, sync() waits for it, and clock() reads fake time.
@@ -217,4 +228,192 @@ register(Exercise(
                 "`if sync is not None: sync()`.",
                 _time_sync_unchecked, error_match="'NoneType' object is not callable"),
     ],
+))
+
+
+# --- 10.mean_epoch_loss ---------------------------------------------------------------------------
+# Average the per-step losses on the device, without host-device syncs.
+
+_SYNCING = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__float__, torch.Tensor.__int__)
+
+
+class _SyncCounter(torch.Tensor):
+    """A tensor that counts device -> host copies (.item(), float(), .tolist()).
+
+    Every test case makes its own subclass, so its count cannot be reset by the next case.
+    """
+
+    syncs = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in _SYNCING:
+            cls.syncs += 1
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _syncs(args: tuple) -> int:
+    return type(args[0][0]).syncs
+
+
+def mean_epoch_loss_reference(step_losses: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack([loss.detach() for loss in step_losses]).mean()
+
+
+def _loss_items(step_losses):
+    return torch.tensor(sum(loss.item() for loss in step_losses) / len(step_losses))
+
+
+def _loss_graph(step_losses):
+    return sum(step_losses) / len(step_losses)
+
+
+def _loss_sum(step_losses):
+    return torch.stack([loss.detach() for loss in step_losses]).sum()
+
+
+def _loss_cases():
+    def make(seed, steps):
+        def factory():
+            counting = type("SyncCountingTensor", (_SyncCounter,), {"syncs": 0})
+            gen = torch.Generator().manual_seed(seed)
+            w = torch.randn(3, generator=gen, requires_grad=True)
+            x = torch.randn(steps, 3, generator=gen)
+            losses = [((x[i] * w).sum() ** 2).as_subclass(counting) for i in range(steps)]
+            return (losses,), {}
+        return factory
+    return [make(0, 4), make(1, 7), make(2, 1)]
+
+
+def _loss_verify(out, ref, args, kwargs):
+    if _syncs(args):
+        return (f"expected no device -> host copies, found {_syncs(args)} "
+                f"(.item()/float()/.tolist() calls) for {len(args[0])} steps")
+    if not isinstance(out, torch.Tensor):
+        return f"expected a 0-dim tensor, found {describe(out)}"
+    out = out.as_subclass(torch.Tensor)
+    if out.requires_grad:
+        return "expected a detached tensor (requires_grad=False), found one that still holds the graph"
+    return compare_tensors(out, ref.as_subclass(torch.Tensor), name="mean loss")
+
+
+register(Exercise(
+    "10.mean_epoch_loss",
+    "mean_epoch_loss(step_losses) returns the mean of the per-step loss tensors as a detached "
+    "0-dim tensor, without any .item()/float()/.tolist() (each one is a host-device sync).",
+    mean_epoch_loss_reference,
+    _loss_cases(),
+    _loss_verify,
+    [
+        Mistake("calls .item() every step (a host-device sync each time)",
+                "keep the values on the device: torch.stack([l.detach() for l in step_losses]).mean(), "
+                "and call .item() once, when you really print.",
+                _loss_items, detect=lambda out, a, k: _syncs(a) > 0),
+        Mistake("keeps the autograd graph (no detach)",
+                "summing the loss tensors themselves keeps every step's graph (and its activations) "
+                "alive: detach each loss before accumulating.",
+                _loss_graph,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.requires_grad),
+        Mistake("sums instead of averaging",
+                "divide by the number of steps (or use .mean()).",
+                _loss_sum),
+    ],
+))
+
+
+# --- 10.clip_norm ---------------------------------------------------------------------------------
+# An export-ready data-dependent branch with torch.cond.
+
+class _AsModule(nn.Module):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+_ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torch.cond branches must "
+               "return new tensors: return v.clone(), not v.")
+_PY_IF_HINT = ("  Hint (Python if on a tensor value): `if x.norm() > 1:` asks for a Python bool, "
+               "which only exists for one concrete input; torch.export cannot record both paths. "
+               "Use torch.cond(pred, true_fn, false_fn, (x,)) (or torch.where for element-wise choices).")
+
+
+def _exportable(candidate: Callable[..., Any]) -> str | None:
+    """Export the candidate once; only a data-dependent-branch failure is reported here."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            torch.export.export(_AsModule(candidate), (torch.full((4,), 2.0),))
+    except Exception as exc:  # anything else (stub, learner bug) is reported by the normal run
+        text = f"{type(exc).__name__}: {exc}"
+        if "data-dependent" in text or "GuardOnDataDependent" in text:
+            return ("torch.export failed: your function uses a Python `if` on a tensor "
+                    "value (data-dependent control flow)\n" + _PY_IF_HINT)
+        if "aliasing" in text:
+            return "torch.cond refused your branches: one returns its input tensor itself\n" + _ALIAS_HINT
+    return None
+
+
+def clip_norm_reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+
+
+def _clip_python_if(x):
+    if x.norm() > 1:
+        return x / x.norm()
+    return x.clone()
+
+
+def _clip_swapped(x):
+    return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
+
+
+def _clip_always(x):
+    return x / x.norm()
+
+
+def _clip_alias(x):
+    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
+
+
+def _clip_cases():
+    def make(seed, scale, n):
+        return lambda: ((scale * torch.randn(n, generator=torch.Generator().manual_seed(seed)),), {})
+    # one shape for every case: torch.cond compiles its branches once per input shape
+    return [make(0, 3.0, 4), make(1, 0.05, 4), make(2, 10.0, 4), make(3, 0.1, 4)]
+
+
+def _clip_verify(out, ref, args, kwargs):
+    problem = compare_tensors(out, ref)
+    if problem:
+        return f"for an input of norm {args[0].norm():.3g}: {problem}"
+    if out.data_ptr() == args[0].data_ptr():
+        return "expected a new tensor, found the input itself"
+    return None
+
+
+register(Exercise(
+    "10.clip_norm",
+    "clip_norm(x) returns x / x.norm() when x.norm() > 1 and an unchanged copy of x otherwise, "
+    "written so that torch.export can capture both branches (torch.cond).",
+    clip_norm_reference,
+    _clip_cases(),
+    _clip_verify,
+    [
+        Mistake("Python if on a tensor value",
+                _PY_IF_HINT.split("): ", 1)[1],
+                _clip_python_if),
+        Mistake("always normalises",
+                "vectors with norm <= 1 must come back unchanged: choose between two branches.",
+                _clip_always),
+        Mistake("branches swapped",
+                "torch.cond(pred, true_fn, false_fn, operands): true_fn runs when pred is True, "
+                "i.e. when the norm is larger than 1.",
+                _clip_swapped),
+        Mistake("returns the input itself from a branch (aliasing)",
+                _ALIAS_HINT.split("): ", 1)[1],
+                _clip_alias, error_match="aliasing"),
+    ],
+    inspect=_exportable,
 ))

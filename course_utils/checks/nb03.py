@@ -1,0 +1,343 @@
+"""Checkers of notebook 03 (autograd), in notebook order: ``03.accumulated_grads``, ``03.gradient_at``,
+``03.finite_difference_grad``.
+
+Cases build fresh tensors from seeded generators (model init runs under ``fork_rng``), and they start
+from awkward states: stale values in ``.grad``, ``x`` that already requires grad. The function handed
+to the candidate (``_ScalarFn``) remembers the state ``x`` was in, so verify checks both the gradient
+and that the caller's ``x`` was left untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+
+# --- shared by the 03 checkers --------------------------------------------------------------------
+# Seeded generators, gradient comparison, a scalar function that remembers the state x was in.
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _all_close(out: object, expected: list[torch.Tensor], atol: float = 1e-5) -> bool:
+    return (isinstance(out, (list, tuple)) and len(out) == len(expected)
+            and all(isinstance(o, torch.Tensor) and o.shape == e.shape
+                    and torch.allclose(o.detach(), e, atol=atol, rtol=1e-4) for o, e in zip(out, expected)))
+
+
+class _ScalarFn:
+    """A scalar function of x that remembers the state x was in when the case was made."""
+
+    def __init__(self, text: str, fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> None:
+        self.text, self.fn = text, fn
+        self.requires_grad_before = x.requires_grad
+        self.grad_before = None if x.grad is None else x.grad.clone()
+        self.x_before = x.detach().clone()
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+    def __repr__(self) -> str:
+        return f"<function {self.text}>"
+
+
+# --- 03.accumulated_grads -------------------------------------------------------------------------
+# Micro-batch gradients add up to the full-batch gradient.
+
+def accumulated_grads_reference(model: nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
+                                micro_batches: int) -> list[torch.Tensor]:
+    model.zero_grad(set_to_none=True)              # stale gradients out, once, before the loop
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        loss = loss_fn(model(xb), yb) / micro_batches   # each micro-batch mean counts 1/k
+        loss.backward()                                 # .grad accumulates across the loop
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _acc_no_division(model, loss_fn, x, y, micro_batches):
+    model.zero_grad()
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        loss_fn(model(xb), yb).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _acc_stale(model, loss_fn, x, y, micro_batches):
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        (loss_fn(model(xb), yb) / micro_batches).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _acc_zero_inside(model, loss_fn, x, y, micro_batches):
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        model.zero_grad()
+        (loss_fn(model(xb), yb) / micro_batches).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _stale_input(x: torch.Tensor) -> torch.Tensor:
+    """The 'previous batch' whose gradients the cases leave in .grad."""
+    return x + 1.0
+
+
+def _grads(model: nn.Module, loss: torch.Tensor) -> list[torch.Tensor]:
+    return list(torch.autograd.grad(loss, list(model.parameters())))
+
+
+def _full(args) -> list[torch.Tensor]:
+    model, loss_fn, x, y, _ = args
+    return _grads(model, loss_fn(model(x), y))
+
+
+def _stale(args) -> list[torch.Tensor]:
+    model, loss_fn, x, y, _ = args
+    return _grads(model, loss_fn(model(_stale_input(x)), y))
+
+
+def _last_chunk(args) -> list[torch.Tensor]:
+    model, loss_fn, x, y, k = args
+    return _grads(model, loss_fn(model(x.chunk(k)[-1]), y.chunk(k)[-1]))
+
+
+def _acc_case(seed: int, n: int, k: int, classify: bool):
+    def make():
+        with torch.random.fork_rng():          # model init uses the global generator: isolate it
+            torch.manual_seed(seed)
+            model = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 4 if classify else 2))
+        x = torch.randn(n, 3, generator=_gen(seed + 1))
+        if classify:
+            y = torch.randint(0, 4, (n,), generator=_gen(seed + 2))
+            loss_fn: nn.Module = nn.CrossEntropyLoss()
+        else:
+            y = torch.randn(n, 2, generator=_gen(seed + 2))
+            loss_fn = nn.MSELoss()
+        loss_fn(model(_stale_input(x)), y).backward()   # stale .grad from a previous step
+        return (model, loss_fn, x, y, k), {}
+    return make
+
+
+def _acc_verify(out, ref, args, kwargs):
+    names = [name for name, _ in args[0].named_parameters()]
+    if not isinstance(out, (list, tuple)):
+        return f"expected a list with one gradient tensor per parameter ({len(names)}), found {describe(out)}"
+    if len(out) != len(names):
+        return f"expected {len(names)} gradients (one per parameter, in model.parameters() order), found {len(out)}"
+    for name, o, r in zip(names, out, ref):
+        if o is None:
+            return f"the gradient of {name} is None: did backward() run on every micro-batch?"
+        problem = compare_tensors(o, r, atol=1e-5, name=f"gradient of {name}")
+        if problem:
+            return problem + " (compared with the full-batch gradient)"
+    return None
+
+
+register(Exercise(
+    "03.accumulated_grads",
+    "accumulated_grads(model, loss_fn, x, y, micro_batches) splits x and y into `micro_batches` "
+    "equal chunks, runs forward + backward on each, and returns [p.grad for p in model.parameters()], "
+    "which must equal the gradient of loss_fn(model(x), y) on the whole batch (loss_fn averages "
+    "over its batch). The model's .grad may hold stale values from an earlier step when you are called.",
+    accumulated_grads_reference,
+    [_acc_case(0, 8, 4, False), _acc_case(1, 12, 3, True), _acc_case(2, 6, 2, False), _acc_case(3, 4, 1, True)],
+    _acc_verify,
+    [
+        Mistake("no division by the number of micro-batches",
+                "each micro-batch loss is already a mean over its chunk; adding k of them gives k times the "
+                "full-batch gradient. Divide each loss by micro_batches before backward().",
+                _acc_no_division,
+                detect=lambda out, a, k: a[4] > 1 and (
+                    _all_close(out, [a[4] * g for g in _full(a)])
+                    or _all_close(out, [a[4] * g + s for g, s in zip(_full(a), _stale(a))]))),
+        Mistake("stale grads not zeroed first",
+                "backward() ADDS to .grad, and .grad still held the previous step's gradients. Call "
+                "model.zero_grad() once, before the loop.",
+                _acc_stale, detect=lambda out, a, k: _all_close(out, [g + s for g, s in zip(_full(a), _stale(a))])),
+        Mistake("zeroing inside the loop",
+                "zero_grad() inside the loop wipes what the earlier micro-batches accumulated, so only the "
+                "last chunk counts. Zero once before the loop, then let backward() accumulate.",
+                _acc_zero_inside,
+                detect=lambda out, a, k: a[4] > 1 and (
+                    _all_close(out, [g / a[4] for g in _last_chunk(a)]) or _all_close(out, _last_chunk(a)))),
+    ],
+))
+
+
+# --- 03.gradient_at -------------------------------------------------------------------------------
+# df/dx with autograd, leaving the caller's x untouched.
+
+def gradient_at_reference(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    x = x.detach().clone().requires_grad_(True)     # our own leaf: the caller's x stays untouched
+    (grad,) = torch.autograd.grad(f(x), x)
+    return grad
+
+
+def _at_backward(f, x):
+    x.requires_grad_(True)
+    f(x).backward()
+    return x.grad
+
+
+def _at_no_requires_grad(f, x):
+    (grad,) = torch.autograd.grad(f(x), x)
+    return grad
+
+
+def _at_flip_flag(f, x):
+    x.requires_grad_(True)
+    (grad,) = torch.autograd.grad(f(x), x)
+    return grad
+
+
+def _at_case(seed: int, shape: tuple[int, ...], text: str, fn, requires_grad: bool, stale: bool):
+    def make():
+        x = torch.randn(*shape, generator=_gen(seed))
+        if requires_grad:
+            x.requires_grad_(True)
+        if stale:
+            x.grad = torch.ones_like(x)
+        return (_ScalarFn(text, fn, x), x), {}
+    return make
+
+
+def _grad_changed(out, args, kwargs) -> bool:
+    f, x = args
+    if x.grad is None:
+        return False
+    return f.grad_before is None or not torch.equal(x.grad, f.grad_before)
+
+
+def _at_verify(out, ref, args, kwargs):
+    f, x = args
+    problem = compare_tensors(out, ref, name="gradient")
+    if problem:
+        return problem
+    if x.requires_grad != f.requires_grad_before:
+        return (f"your function changed x.requires_grad from {f.requires_grad_before} to {x.requires_grad}; "
+                f"expected x untouched")
+    if _grad_changed(out, args, kwargs):
+        return "your function left a gradient in x.grad; expected x untouched"
+    return None
+
+
+register(Exercise(
+    "03.gradient_at",
+    "gradient_at(f, x) returns df/dx at x (same shape as x) for a function f that returns a scalar. "
+    "x may or may not require grad and may already have a .grad: leave x exactly as it was "
+    "(same requires_grad, same .grad).",
+    gradient_at_reference,
+    [_at_case(30, (4,), "f(x) = (x.sin() * x).sum()", lambda x: (x.sin() * x).sum(), False, False),
+     _at_case(31, (3,), "f(x) = (x ** 3).sum()", lambda x: (x ** 3).sum(), True, True),
+     _at_case(32, (2, 2), "f(x) = x.exp().mean()", lambda x: x.exp().mean(), True, False)],
+    _at_verify,
+    [
+        Mistake("backward() on the caller's x (leaves .grad behind, adds to stale .grad)",
+                "x.backward() writes into x.grad, which the caller owns and which may already hold "
+                "values that get added to. Work on your own leaf, "
+                "x2 = x.detach().clone().requires_grad_(True), and use torch.autograd.grad(f(x2), x2).",
+                _at_backward, detect=_grad_changed),
+        Mistake("forgets requires_grad",
+                "autograd only tracks tensors that require grad: make a leaf with "
+                "x.detach().clone().requires_grad_(True) before calling f.",
+                _at_no_requires_grad, error_match="does not require grad"),
+        Mistake("turns on requires_grad on the caller's x",
+                "x.requires_grad_(True) changes the caller's tensor; do it on a detached clone instead.",
+                _at_flip_flag, detect=lambda out, a, k: a[1].requires_grad != a[0].requires_grad_before),
+    ],
+))
+
+
+# --- 03.finite_difference_grad --------------------------------------------------------------------
+# Central differences, one element at a time.
+
+def finite_difference_grad_reference(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                                     eps: float = 1e-6) -> torch.Tensor:
+    x = x.detach()
+    grad = torch.zeros_like(x)
+    for i in range(x.numel()):
+        step = torch.zeros_like(x)
+        step.view(-1)[i] = eps
+        grad.view(-1)[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def _fd_forward(f, x, eps=1e-6):
+    grad = torch.zeros_like(x)
+    for i in range(x.numel()):
+        step = torch.zeros_like(x)
+        step.view(-1)[i] = eps
+        grad.view(-1)[i] = (f(x + step) - f(x)) / eps
+    return grad
+
+
+def _fd_all_at_once(f, x, eps=1e-6):
+    return torch.full_like(x, float((f(x + eps) - f(x - eps)) / (2 * eps)))
+
+
+def _fd_inplace(f, x, eps=1e-6):
+    grad = torch.zeros_like(x)
+    flat = x.view(-1)
+    for i in range(x.numel()):
+        flat[i] += eps
+        plus = f(x)
+        flat[i] -= 2 * eps
+        grad.view(-1)[i] = (plus - f(x)) / (2 * eps)   # forgets to put x[i] back
+    return grad
+
+
+def _fd_float32(f, x, eps=1e-6):
+    return finite_difference_grad_reference(f, x.float(), eps)
+
+
+def _fd_case(seed: int, shape: tuple[int, ...], eps: float, text: str, fn):
+    def make():
+        x = torch.randn(*shape, dtype=torch.float64, generator=_gen(seed))
+        return (_ScalarFn(text, fn, x), x), {"eps": eps}
+    return make
+
+
+def _fd_verify(out, ref, args, kwargs):
+    f, x = args
+    problem = compare_tensors(out, ref, atol=1e-8, rtol=1e-6, name="finite-difference gradient")
+    if problem:
+        return problem
+    if not torch.allclose(x, f.x_before, rtol=0, atol=1e-12):
+        return "your function changed x (some elements were not put back); expected x untouched"
+    return None
+
+
+register(Exercise(
+    "03.finite_difference_grad",
+    "finite_difference_grad(f, x, eps=1e-6) estimates df/dx for a scalar function f by central "
+    "differences, one element at a time: (f(x + eps*e_i) - f(x - eps*e_i)) / (2*eps), where e_i is 1 at "
+    "element i and 0 elsewhere. x is float64; return a float64 tensor shaped like x and leave x unchanged.",
+    finite_difference_grad_reference,
+    [_fd_case(40, (3,), 1e-4, "f(x) = (x.sin() * x.exp()).sum()", lambda x: (x.sin() * x.exp()).sum()),
+     _fd_case(41, (2, 3), 1e-5, "f(x) = (x ** 3).sum() + x.prod()", lambda x: (x ** 3).sum() + x.prod()),
+     _fd_case(42, (4,), 1e-6, "f(x) = torch.logsumexp(x, 0)", lambda x: torch.logsumexp(x, 0))],
+    _fd_verify,
+    [
+        Mistake("changes x in place",
+                "nudging x[i] in place and not restoring it shifts every later evaluation (and the caller's "
+                "x). Build x + step and x - step as new tensors instead.",
+                _fd_inplace,
+                detect=lambda out, a, k: not torch.allclose(a[1], a[0].x_before, rtol=0, atol=1e-12)),
+        Mistake("computes in float32",
+                "float32 keeps ~7 digits, and (f(x+eps) - f(x-eps)) cancels most of them: stay in float64.",
+                _fd_float32, detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dtype == torch.float32),
+        Mistake("forward difference instead of central",
+                "(f(x + eps*e_i) - f(x)) / eps has an error proportional to eps; the central difference "
+                "(f(x + eps*e_i) - f(x - eps*e_i)) / (2*eps) has an error proportional to eps**2.",
+                _fd_forward,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.shape == a[1].shape
+                and torch.allclose(out, _fd_forward(a[0], a[1], k["eps"]), rtol=1e-7, atol=1e-10)),
+        Mistake("perturbs all elements at once",
+                "adding eps to every element measures the slope along (1, 1, ..., 1), one number; each element "
+                "needs its own perturbation: a step tensor that is eps at element i and 0 elsewhere.",
+                _fd_all_at_once,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.numel() > 1
+                and bool((out == out.reshape(-1)[0]).all())),
+    ],
+))

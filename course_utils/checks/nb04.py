@@ -1,0 +1,400 @@
+"""Checkers of notebook 04 (nn.Module), in notebook order: ``04.make_mlp``, ``04.count_trainable``,
+``04.kaiming_init``, ``04.layer_output_stds``.
+
+Cases that build modules go through ``_seeded`` (a fixed seed inside ``fork_rng``): identical modules
+on every run, the learner's global RNG untouched. Many mistakes are named by a ``detect`` that looks
+at the candidate's output on the same case (a wrong formula's count, a weight std, unregistered layers).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+
+# --- shared by the 04 checkers --------------------------------------------------------------------
+# Seeded case factories.
+
+def _seeded(build: Callable[[], Any], seed: int) -> Callable[[], tuple[tuple, dict]]:
+    """A case factory building identical objects on every call, leaving the global RNG alone."""
+    def factory() -> tuple[tuple, dict]:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            built = build()
+        return (built if isinstance(built, tuple) else (built,)), {}
+    return factory
+
+
+# --- 04.make_mlp ----------------------------------------------------------------------------------
+# Registered Linear layers with ReLU between them.
+
+def make_mlp_reference(sizes: list[int]) -> nn.Module:
+    layers: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        if i > 0:
+            layers.append(nn.ReLU())
+        layers.append(nn.Linear(fan_in, fan_out))
+    return nn.Sequential(*layers)
+
+
+class _ListMLP(nn.Module):
+    def __init__(self, sizes: list[int]) -> None:
+        super().__init__()
+        self.layers = [nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(torch.relu(x) if i > 0 else x)
+        return x
+
+
+def _linears_then(sizes: list[int], act: Callable[[], nn.Module] | None) -> nn.Sequential:
+    pairs = zip(sizes[:-1], sizes[1:])
+    return nn.Sequential(*[m for a, b in pairs for m in (nn.Linear(a, b), *([act()] if act else []))])
+
+
+def _chain(linears: list[nn.Linear], x: torch.Tensor, between: bool, last: bool) -> torch.Tensor:
+    for i, layer in enumerate(linears):
+        x = nn.functional.linear(torch.relu(x) if i > 0 and between else x, layer.weight, layer.bias)
+    return torch.relu(x) if last else x
+
+
+def _hidden_list(module: Any) -> bool:
+    """True when a public attribute is a list/tuple/dict holding modules (not registered)."""
+    def holds_module(v: Any) -> bool:
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else []
+        return any(isinstance(m, nn.Module) for m in items)
+    return isinstance(module, nn.Module) and any(
+        holds_module(v) for k, v in vars(module).items() if not k.startswith("_"))
+
+
+def _mlp_verify(out, ref, args, kwargs):
+    (sizes,) = args
+    if not isinstance(out, nn.Module):
+        return f"expected an nn.Module, found {describe(out)}"
+    linears = [m for m in out.modules() if isinstance(m, nn.Linear)]
+    wanted = list(zip(sizes[:-1], sizes[1:]))
+    if len(linears) < len(wanted):
+        return (f"expected {len(wanted)} registered nn.Linear layers, model.modules() finds "
+                f"{len(linears)} (model.parameters() holds {len(list(out.parameters()))} tensors)")
+    if [(m.in_features, m.out_features) for m in linears] != wanted:
+        return f"expected Linear layers (in, out) = {wanted}, found {[(m.in_features, m.out_features) for m in linears]}"
+    x = torch.randn(5, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))
+    with torch.no_grad():
+        got, expected = out(x), _chain(linears, x, True, False)
+        problem = compare_tensors(got, expected, name="output")
+        if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            if torch.allclose(got, _chain(linears, x, True, True), atol=1e-6):
+                return "the output is never negative: a ReLU follows the last Linear layer"
+            if torch.allclose(got, _chain(linears, x, False, False), atol=1e-6):
+                return "the output is an affine function of the input: no ReLU between the Linear layers"
+    return problem
+
+
+register(Exercise(
+    "04.make_mlp",
+    "make_mlp(sizes) returns an nn.Module with nn.Linear(sizes[i], sizes[i+1]) layers, a ReLU "
+    "between consecutive layers and none after the last; every layer registered.",
+    make_mlp_reference,
+    [lambda: (([4, 8, 3],), {}), lambda: (([6, 16, 16, 2],), {}), lambda: (([5, 1],), {})],
+    _mlp_verify,
+    [
+        Mistake("plain Python list (layers not registered)",
+                "a list attribute hides its layers from parameters(), .to() and state_dict(): "
+                "use nn.Sequential(*layers) or nn.ModuleList(layers).",
+                _ListMLP, detect=lambda out, a, k: _hidden_list(out)),
+        Mistake("ReLU after the last layer",
+                "the last layer produces scores/logits that may be negative: no activation after it.",
+                lambda sizes: _linears_then(sizes, nn.ReLU)),
+        Mistake("no activation between layers",
+                "stacked Linear layers without a nonlinearity collapse into one affine map: "
+                "put nn.ReLU() between them.",
+                lambda sizes: _linears_then(sizes, None)),
+    ],
+))
+
+
+# --- 04.count_trainable ---------------------------------------------------------------------------
+# Trainable scalars, frozen and tied weights handled.
+
+def count_trainable_reference(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+_WRONG_COUNTS: dict[str, Callable[[nn.Module], int]] = {
+    "frozen": lambda model: sum(p.numel() for p in model.parameters()),
+    "twice": lambda model: sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False)
+                               if p.requires_grad),
+    "state_dict": lambda model: sum(t.numel() for t in model.state_dict().values()),
+    "tensors": lambda model: len([p for p in model.parameters() if p.requires_grad]),
+}
+
+
+class _TiedLM(nn.Module):
+    """Embedding and output layer share one weight matrix (weight tying)."""
+
+    def __init__(self, vocab: int = 50, dim: int = 16, freeze_embedding: bool = False) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.mix = nn.Sequential(nn.Linear(dim, dim), nn.LayerNorm(dim))
+        self.head = nn.Linear(dim, vocab)
+        self.head.weight = self.embed.weight
+        self.embed.weight.requires_grad_(not freeze_embedding)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.mix(self.embed(tokens)))
+
+
+def _frozen_backbone() -> nn.Module:
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+    model[:2].requires_grad_(False)
+    return model
+
+
+def _count_verify(out, ref, args, kwargs):
+    if isinstance(out, bool) or not isinstance(out, int):
+        return f"expected a Python int (a number of scalars), found {describe(out)}"
+    return None if out == ref else f"expected {ref} trainable scalars, found {out}"
+
+
+def _count_mistake(key: str, name: str, hint: str) -> Mistake:
+    wrong = _WRONG_COUNTS[key]
+    return Mistake(name, hint, wrong, detect=lambda out, args, kwargs: isinstance(out, int)
+                   and out == wrong(args[0]) != count_trainable_reference(args[0]))
+
+
+register(Exercise(
+    "04.count_trainable",
+    "count_trainable(model) returns the number of scalars (an int) the optimizer can train: "
+    "only parameters with requires_grad=True, each shared Parameter counted once.",
+    count_trainable_reference,
+    [_seeded(lambda: nn.Sequential(nn.Linear(10, 20), nn.ReLU(), nn.Linear(20, 3)), 0),
+     _seeded(_frozen_backbone, 1), _seeded(_TiedLM, 2),
+     _seeded(lambda: _TiedLM(vocab=40, dim=12, freeze_embedding=True), 3)],
+    _count_verify,
+    [
+        _count_mistake("frozen", "counts frozen params",
+                       "a parameter with requires_grad=False is frozen: the optimizer never changes "
+                       "it. Keep only `p.requires_grad` parameters."),
+        _count_mistake("twice", "counts shared params twice",
+                       "a tied weight is ONE Parameter reachable from two modules; model.parameters() "
+                       "yields it once, named_parameters(remove_duplicate=False) or a loop over "
+                       "modules yields it twice."),
+        _count_mistake("state_dict", "counts buffers and shared weights via state_dict",
+                       "state_dict() also holds buffers (BatchNorm's running stats) and lists a tied "
+                       "weight under every name; iterate over model.parameters() instead."),
+        _count_mistake("tensors", "counts tensors instead of scalars",
+                       "len(list(model.parameters())) is the number of tensors; sum p.numel() instead."),
+    ],
+))
+
+
+# --- 04.kaiming_init ------------------------------------------------------------------------------
+# Kaiming-normal Linear weights, zero biases, other modules untouched.
+
+def kaiming_init_reference(module: nn.Module) -> nn.Module:
+    if isinstance(module, nn.Linear):
+        nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    return module
+
+
+def _wrong_init(weight_init: Callable[[torch.Tensor], Any] | None, zero_bias: bool = True,
+                bias_guard: bool = True, linear_only: bool = True) -> Callable[[nn.Module], nn.Module]:
+    """A kaiming_init variant with one typical mistake (the examples of the mistakes below)."""
+    def init(module: nn.Module) -> nn.Module:
+        weight = getattr(module, "weight", None)
+        if isinstance(module, nn.Linear) or (not linear_only and weight is not None and weight.dim() >= 2):
+            if weight_init is not None:
+                weight_init(module.weight)
+            if zero_bias and (module.bias is not None or not bias_guard):
+                nn.init.zeros_(module.bias)
+        return module
+    return init
+
+
+def _kaiming(w: torch.Tensor) -> Any:
+    return nn.init.kaiming_normal_(w, nonlinearity="relu")
+
+
+def _weight_std_is(std: Callable[[int, int], float]):
+    def detect(out, args, kwargs) -> bool:
+        m = args[0]
+        return isinstance(m, nn.Linear) and abs(m.weight.std().item() / std(m.in_features, m.out_features) - 1) < 0.05
+    return detect
+
+
+def _non_linear_changed(out, args, kwargs) -> bool:
+    module = args[0]
+    if isinstance(module, nn.Linear):
+        return False
+    fresh = _INIT_BUILDERS[type(module)]()[0][0]
+    return any(not torch.equal(a, b) for a, b in zip(module.state_dict().values(), fresh.state_dict().values()))
+
+
+def _init_verify(out, ref, args, kwargs):
+    module = args[0]
+    if out is not module:
+        return f"expected the same module back (initialise it in place, then `return module`), found {describe(out)}"
+    if not isinstance(module, nn.Linear):
+        for (key, got), want in zip(module.state_dict().items(), ref.state_dict().values()):
+            if not torch.equal(got, want):
+                return f"{type(module).__name__}.{key} was changed; expected every non-Linear layer left exactly as it was"
+        return None
+    fan_in, fan_out = module.in_features, module.out_features
+    w, want = module.weight.detach(), math.sqrt(2.0 / fan_in)
+    if abs(w.std().item() / want - 1) > 0.05 or abs(w.mean().item()) > 0.05 * want:
+        return (f"Linear({fan_in}, {fan_out}).weight has mean {w.mean().item():.4f} and std "
+                f"{w.std().item():.4f}; Kaiming for ReLU expects mean 0 and std sqrt(2/fan_in) = "
+                f"{want:.4f} (Xavier would give {math.sqrt(2 / (fan_in + fan_out)):.4f})")
+    if module.bias is not None and bool(module.bias.detach().ne(0).any()):
+        return (f"Linear({fan_in}, {fan_out}).bias has nonzero entries (max |b| = "
+                f"{module.bias.abs().max().item():.4f}); expected all zeros")
+    return None
+
+
+def _perturbed(norm: nn.LayerNorm) -> nn.LayerNorm:
+    with torch.no_grad():  # non-default values, so resetting them would show too
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-0.5, 0.5)
+    return norm
+
+
+_INIT_BUILDERS = {
+    nn.Conv2d: _seeded(lambda: nn.Conv2d(8, 16, 3), 13),
+    nn.LayerNorm: _seeded(lambda: _perturbed(nn.LayerNorm(64)), 14),
+    nn.Embedding: _seeded(lambda: nn.Embedding(200, 32), 15),
+}
+
+register(Exercise(
+    "04.kaiming_init",
+    "kaiming_init(module), used as model.apply(kaiming_init): for an nn.Linear, Kaiming-normal "
+    "weights for ReLU (std sqrt(2/fan_in)) and zero bias (if it has one); any other module "
+    "untouched. End with `return module`.",
+    kaiming_init_reference,
+    [_seeded(lambda: nn.Linear(512, 256), 10), _seeded(lambda: nn.Linear(128, 640), 11),
+     _seeded(lambda: nn.Linear(400, 300, bias=False), 12), *_INIT_BUILDERS.values()],
+    _init_verify,
+    [
+        Mistake("Xavier instead of Kaiming",
+                "Xavier (std sqrt(2/(fan_in+fan_out))) suits tanh; ReLU zeroes half its inputs, so "
+                "Kaiming doubles the variance: nn.init.kaiming_normal_(w, nonlinearity='relu').",
+                _wrong_init(nn.init.xavier_normal_), detect=_weight_std_is(lambda i, o: math.sqrt(2 / (i + o)))),
+        Mistake("biases not zeroed",
+                "the default bias init is random: add nn.init.zeros_(module.bias) when the bias exists.",
+                _wrong_init(_kaiming, zero_bias=False),
+                detect=lambda out, a, k: isinstance(a[0], nn.Linear) and a[0].bias is not None
+                and bool(a[0].bias.detach().ne(0).any())),
+        Mistake("touches non-Linear layers",
+                "model.apply calls your function on EVERY submodule (Conv, LayerNorm, Embedding, ...): "
+                "test `isinstance(module, nn.Linear)` before changing anything.",
+                _wrong_init(_kaiming, linear_only=False), detect=_non_linear_changed,
+                error_match="Fan in and fan out can not be computed"),
+        Mistake("fan_out mode instead of fan_in",
+                "mode='fan_out' preserves gradient variance in the backward pass; the forward "
+                "activations need the default mode='fan_in'.",
+                _wrong_init(lambda w: nn.init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu")),
+                detect=_weight_std_is(lambda i, o: math.sqrt(2 / o))),
+        Mistake("weights left at the default init",
+                "nn.Linear's default is kaiming_uniform_ with a=sqrt(5), std 1/sqrt(3*fan_in): "
+                "re-initialise the weight too.",
+                _wrong_init(None), detect=_weight_std_is(lambda i, o: 1 / math.sqrt(3 * i))),
+        Mistake("assumes every Linear has a bias",
+                "nn.Linear(..., bias=False) has module.bias = None: check `if module.bias is not None`.",
+                _wrong_init(_kaiming, bias_guard=False), error_match="'NoneType' object has no attribute"),
+    ],
+))
+
+
+# --- 04.layer_output_stds -------------------------------------------------------------------------
+# Forward hooks record each leaf module's output std.
+
+def _stds_with_hooks(model: nn.Module, x: torch.Tensor, of_input: bool = False, bind_name: bool = True,
+                     remove: bool = True, as_float: bool = True) -> dict[str, Any]:
+    """The reference (default arguments) and, with one flag flipped, a typical mistake."""
+    stds: dict[str, Any] = {}
+    handles = []
+    for name, module in model.named_modules():
+        if name and not list(module.children()):
+            def hook(m, inputs, output, name=name if bind_name else None):
+                value = (inputs[0] if of_input else output).detach().std()
+                stds[name if bind_name else last_name] = value.item() if as_float else value
+            handles.append(module.register_forward_hook(hook))
+            last_name = name  # what a closure without a bound name sees when it finally runs
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for handle in handles if remove else []:
+            handle.remove()
+    return stds
+
+
+def layer_output_stds_reference(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    return _stds_with_hooks(model, x)
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 12), nn.ReLU())
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x))
+
+
+def _stds_case(build: Callable[[], nn.Module], width: int, seed: int):
+    return _seeded(lambda: (build().eval(), torch.randn(32, width)), seed)
+
+
+def _stds_verify(out, ref, args, kwargs):
+    if not isinstance(out, dict):
+        return f"expected a dict {{layer name: std}}, found {describe(out)}"
+    if sorted(out) != sorted(ref):
+        return f"expected keys {sorted(ref)} (one per leaf module), found {sorted(out)}"
+    for key, want in ref.items():
+        if not isinstance(out[key], float):
+            return f"expected a Python float for {key!r}, found {describe(out[key])}"
+        if not math.isclose(out[key], want, rel_tol=1e-4, abs_tol=1e-6):
+            return f"expected std {want:.4f} for the output of {key!r}, found {out[key]:.4f}"
+    left = sum(len(m._forward_hooks) for m in args[0].modules())
+    return f"the model still has {left} forward hook(s) after your function returned; expected none" if left else None
+
+
+register(Exercise(
+    "04.layer_output_stds",
+    "layer_output_stds(model, x) runs model(x) once with forward hooks and returns {name: std of "
+    "that module's output as a float} for every leaf submodule (named as in named_modules()), "
+    "removing its hooks afterwards.",
+    layer_output_stds_reference,
+    [_stds_case(lambda: nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 4), nn.Tanh()), 5, 20),
+     _stds_case(_Block, 6, 21)],
+    _stds_verify,
+    [
+        Mistake("hooks not removed",
+                "register_forward_hook returns a handle: keep them all and call handle.remove() "
+                "(in a `finally:`), or the hooks fire on every later forward pass.",
+                lambda model, x: _stds_with_hooks(model, x, remove=False)),
+        Mistake("records the input instead of the output",
+                "a forward hook is called as hook(module, inputs, output): `inputs` is a tuple of "
+                "what went in, `output` is what the module produced.",
+                lambda model, x: _stds_with_hooks(model, x, of_input=True)),
+        Mistake("late-binding name in the hook",
+                "a function defined in a loop sees the loop variable's LAST value when it runs; bind "
+                "it now: `lambda m, i, o, name=name: ...` or a small factory function.",
+                lambda model, x: _stds_with_hooks(model, x, bind_name=False),
+                detect=lambda out, a, k: isinstance(out, dict) and len(out) == 1),
+        Mistake("returns tensors instead of floats",
+                "turn each 0-d tensor into a Python number with .item().",
+                lambda model, x: _stds_with_hooks(model, x, as_float=False),
+                detect=lambda out, a, k: isinstance(out, dict)
+                and any(isinstance(v, torch.Tensor) for v in out.values())),
+    ],
+))

@@ -1,0 +1,353 @@
+"""Checkers of notebook 05 (data pipeline), in notebook order: ``05.normalization_stats``,
+``05.make_loaders``, ``05.pad_collate``.
+
+Inputs come from seeded generators, never the global RNG. ``05.make_loaders`` inspects the returned
+loaders (sampler, ``drop_last``, batch size) without iterating a shuffled one, which would draw from
+the global RNG.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, TensorDataset
+
+from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+
+
+# --- shared by the 05 checkers --------------------------------------------------------------------
+# Seeded generators.
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# --- 05.normalization_stats -----------------------------------------------------------------------
+# Per-channel mean and std over images and pixels.
+
+def normalization_stats_reference(images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return images.mean(dim=(0, 2, 3)), images.std(dim=(0, 2, 3))
+
+
+def _stats_global(images):
+    channels = images.shape[1]
+    return images.mean().repeat(channels), images.std().repeat(channels)
+
+
+def _stats_wrong_axes(images):
+    return images.mean(dim=(1, 2, 3)), images.std(dim=(1, 2, 3))  # one value per image
+
+
+def _stats_mean_of_stds(images):
+    return images.mean(dim=(0, 2, 3)), images.std(dim=(2, 3)).mean(dim=0)
+
+
+def _stats_cases():
+    def make(seed: int, n: int, c: int, h: int, w: int):
+        g = _gen(seed)
+        channel_mean = torch.linspace(0.2, 0.7, c).view(1, c, 1, 1)
+        channel_std = torch.linspace(0.05, 0.3, c).view(1, c, 1, 1)
+        brightness = 0.15 * torch.randn(n, 1, 1, 1, generator=g)  # images differ from each other
+        images = channel_mean + brightness + channel_std * torch.randn(n, c, h, w, generator=g)
+        return (images,), {}
+    return [lambda: make(0, 6, 3, 8, 5), lambda: make(1, 4, 3, 6, 6), lambda: make(2, 5, 2, 7, 4)]
+
+
+def _as_pair(out: Any) -> tuple[Any, Any] | None:
+    if isinstance(out, (tuple, list)) and len(out) == 2:
+        return out[0], out[1]
+    return None
+
+
+def _stats_verify(out, ref, args, kwargs):
+    (images,) = args
+    pair = _as_pair(out)
+    if pair is None:
+        return f"expected a tuple (mean, std) of two tensors, found {describe(out)}"
+    channels = images.shape[1]
+    for name, value, expected in zip(("mean", "std"), pair, ref):
+        if not isinstance(value, torch.Tensor):
+            return f"expected {name} to be a tensor of shape ({channels},), found {describe(value)}"
+        if value.shape != expected.shape:
+            return (f"expected {name} of shape ({channels},) (one value per channel) for images of "
+                    f"shape {tuple(images.shape)}, found shape {tuple(value.shape)}")
+    # unbiased (torch default) and biased std differ by < 1 % here: both are accepted
+    return (compare_tensors(pair[0], ref[0], atol=1e-5, name="mean")
+            or compare_tensors(pair[1], ref[1], atol=1e-4, rtol=2e-2, name="std"))
+
+
+def _is_global(out, args, kwargs) -> bool:
+    pair = _as_pair(out)
+    if pair is None or not all(isinstance(v, torch.Tensor) for v in pair):
+        return False
+    images = args[0]
+    return bool(torch.allclose(pair[0].float(), images.mean().expand_as(pair[0]), atol=1e-5))
+
+
+def _is_wrong_axes(out, args, kwargs) -> bool:
+    pair = _as_pair(out)
+    if pair is None or not isinstance(pair[0], torch.Tensor):
+        return False
+    return tuple(pair[0].shape) not in ((args[0].shape[1],), ()) and pair[0].numel() > 1
+
+
+def _is_mean_of_stds(out, args, kwargs) -> bool:
+    pair = _as_pair(out)
+    if pair is None or not isinstance(pair[1], torch.Tensor) or pair[1].shape != (args[0].shape[1],):
+        return False
+    return bool(torch.allclose(pair[1], args[0].std(dim=(2, 3)).mean(dim=0), atol=1e-4))
+
+
+register(Exercise(
+    "05.normalization_stats",
+    "normalization_stats(images) takes a float tensor [N, C, H, W] (the TRAINING split) and "
+    "returns (mean, std), two tensors of shape [C]: one value per channel, computed over all "
+    "images and all pixels.",
+    normalization_stats_reference,
+    _stats_cases(),
+    _stats_verify,
+    [
+        Mistake("global instead of per-channel statistics",
+                "images.mean() mixes the channels into one number; reduce over every dim except "
+                "the channel: images.mean(dim=(0, 2, 3)) and images.std(dim=(0, 2, 3)).",
+                _stats_global, detect=_is_global),
+        Mistake("wrong axes (reduced over the wrong dimensions)",
+                "for [N, C, H, W] the channel is dim 1: keep it and reduce over dims (0, 2, 3). "
+                "Reducing over (1, 2, 3) gives one value per image, over 0 one per pixel.",
+                _stats_wrong_axes, detect=_is_wrong_axes),
+        Mistake("averages per-image stds",
+                "the mean of each image's std misses how much images differ from each other; "
+                "take the std over all images and pixels at once: images.std(dim=(0, 2, 3)).",
+                _stats_mean_of_stds, detect=_is_mean_of_stds),
+    ],
+))
+
+
+# --- 05.make_loaders ------------------------------------------------------------------------------
+# Shuffled train loader without its last batch, ordered val loader.
+
+def make_loaders_reference(train_ds, val_ds, batch_size: int) -> tuple[DataLoader, DataLoader]:
+    train_loader = DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True)
+    val_loader = DataLoader(val_ds, batch_size=batch_size, shuffle=False)
+    return train_loader, val_loader
+
+
+def _loaders_shuffle_val(train_ds, val_ds, batch_size):
+    return (DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True),
+            DataLoader(val_ds, batch_size=batch_size, shuffle=True))
+
+
+def _loaders_no_shuffle(train_ds, val_ds, batch_size):
+    return (DataLoader(train_ds, batch_size=batch_size, drop_last=True),
+            DataLoader(val_ds, batch_size=batch_size))
+
+
+def _loaders_keep_last(train_ds, val_ds, batch_size):
+    return (DataLoader(train_ds, batch_size=batch_size, shuffle=True),
+            DataLoader(val_ds, batch_size=batch_size))
+
+
+def _loaders_drop_val(train_ds, val_ds, batch_size):
+    return (DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True),
+            DataLoader(val_ds, batch_size=batch_size, drop_last=True))
+
+
+def _loader_cases():
+    def make(n_train: int, n_val: int, batch_size: int):
+        def ds(n: int, seed: int) -> TensorDataset:
+            return TensorDataset(torch.randn(n, 3, generator=_gen(seed)), torch.arange(n))
+        return (ds(n_train, 0), ds(n_val, 1), batch_size), {}
+    # n_train % batch_size == 1: a loader that keeps the last batch ends with a batch of one
+    return [lambda: make(33, 21, 8), lambda: make(61, 10, 4)]
+
+
+def _pair_of_loaders(out) -> str | None:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        return f"expected a tuple (train_loader, val_loader), found {describe(out)}"
+    for name, loader in zip(("train_loader", "val_loader"), out):
+        if not isinstance(loader, DataLoader):
+            return f"expected {name} to be a torch.utils.data.DataLoader, found {describe(loader)}"
+    return None
+
+
+def _loaders_verify(out, ref, args, kwargs):
+    problem = _pair_of_loaders(out)
+    if problem:
+        return problem
+    train_loader, val_loader = out
+    train_ds, val_ds, batch_size = args
+    if train_loader.dataset is not train_ds or val_loader.dataset is not val_ds:
+        return "expected the first loader to read train_ds and the second val_ds"
+    if train_loader.batch_size != batch_size:
+        return f"expected train batch_size {batch_size}, found {train_loader.batch_size}"
+    if isinstance(val_loader.sampler, RandomSampler):
+        return "the validation loader shuffles: its order changes every epoch"
+    if not isinstance(train_loader.sampler, RandomSampler):
+        return "the training loader reads the samples in the same order every epoch"
+    if not train_loader.drop_last:
+        last = len(train_ds) % batch_size
+        if last:  # computed, not iterated: iterating a shuffled loader would consume RNG draws
+            return (f"the training loader keeps a last batch of {last} sample(s) "
+                    f"({len(train_ds)} samples, batch_size {batch_size})")
+    if val_loader.batch_size is not None:  # arithmetic: iterating would draw from the global RNG
+        seen = len(val_ds) - (len(val_ds) % val_loader.batch_size if val_loader.drop_last else 0)
+    else:
+        seen = sum(len(batch[0]) for batch in val_loader)
+    if seen != len(val_ds):
+        return f"the validation loader yields {seen} of the {len(val_ds)} validation samples"
+    if not isinstance(val_loader.sampler, SequentialSampler):
+        return f"expected the validation loader to read in order, found a {type(val_loader.sampler).__name__}"
+    return None
+
+
+def _val_shuffled(out, args, kwargs) -> bool:
+    return _pair_of_loaders(out) is None and isinstance(out[1].sampler, RandomSampler)
+
+
+def _train_unshuffled(out, args, kwargs) -> bool:
+    return _pair_of_loaders(out) is None and not isinstance(out[0].sampler, RandomSampler)
+
+
+def _train_keeps_last(out, args, kwargs) -> bool:
+    return _pair_of_loaders(out) is None and not out[0].drop_last
+
+
+def _val_drops(out, args, kwargs) -> bool:
+    return _pair_of_loaders(out) is None and out[1].drop_last
+
+
+register(Exercise(
+    "05.make_loaders",
+    "make_loaders(train_ds, val_ds, batch_size) returns (train_loader, val_loader): the training "
+    "loader shuffles and drops the last incomplete batch (the model uses BatchNorm); the "
+    "validation loader keeps the order and every sample.",
+    make_loaders_reference,
+    _loader_cases(),
+    _loaders_verify,
+    [
+        Mistake("shuffles the validation set",
+                "shuffling validation data changes nothing in the metric but makes per-sample "
+                "results impossible to compare between runs: use shuffle=False there.",
+                _loaders_shuffle_val, detect=_val_shuffled),
+        Mistake("training set not shuffled",
+                "without shuffle=True every epoch sees the batches in the same order (often sorted "
+                "by class), which hurts SGD: pass shuffle=True to the training loader.",
+                _loaders_no_shuffle, detect=_train_unshuffled),
+        Mistake("drop_last missing on train: a batch of one reaches BatchNorm",
+                "with len(train_ds) % batch_size == 1 the last batch holds one sample and BatchNorm "
+                "in training mode fails on it: pass drop_last=True to the training loader.",
+                _loaders_keep_last, detect=_train_keeps_last),
+        Mistake("drop_last on validation loses samples",
+                "validation must see every sample, or the metric depends on the batch size: "
+                "keep drop_last=False for the validation loader.",
+                _loaders_drop_val, detect=_val_drops),
+    ],
+))
+
+
+# --- 05.pad_collate -------------------------------------------------------------------------------
+# Pad a batch of sequences to its longest, with lengths and labels.
+
+def pad_collate_reference(batch: list[tuple[torch.Tensor, int]]
+                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    sequences = [seq for seq, _ in batch]
+    padded = pad_sequence(sequences, batch_first=True, padding_value=0)
+    lengths = torch.tensor([len(seq) for seq in sequences])
+    labels = torch.tensor([label for _, label in batch])
+    return padded, lengths, labels
+
+
+def _pad_time_major(batch):
+    sequences = [seq for seq, _ in batch]
+    return (pad_sequence(sequences), torch.tensor([len(s) for s in sequences]),
+            torch.tensor([label for _, label in batch]))
+
+
+def _pad_lengths_after(batch):
+    padded, _, labels = pad_collate_reference(batch)
+    return padded, torch.full((len(batch),), padded.shape[1]), labels
+
+
+def _pad_fixed(batch):
+    padded, lengths, labels = pad_collate_reference(batch)
+    fixed = torch.zeros(len(batch), 16, dtype=padded.dtype)
+    fixed[:, :padded.shape[1]] = padded
+    return fixed, lengths, labels
+
+
+def _pad_cases():
+    def make(seed: int, lengths: list[int]):
+        g = _gen(seed)
+        batch = [(torch.randint(1, 30, (n,), generator=g), int(torch.randint(0, 3, (1,), generator=g)))
+                 for n in lengths]
+        return (batch,), {}
+    return [lambda: make(0, [5, 2, 7]), lambda: make(1, [3, 9, 1, 4, 6]), lambda: make(2, [4, 4])]
+
+
+def _triple(out) -> str | None:
+    if not (isinstance(out, (tuple, list)) and len(out) == 3):
+        return f"expected a tuple (padded, lengths, labels), found {describe(out)}"
+    for name, value in zip(("padded", "lengths", "labels"), out):
+        if not isinstance(value, torch.Tensor):
+            return f"expected {name} to be a tensor, found {describe(value)}"
+    return None
+
+
+def _pad_verify(out, ref, args, kwargs):
+    problem = _triple(out)
+    if problem:
+        return problem
+    (batch,) = args
+    padded, lengths, labels = out
+    if padded.shape != ref[0].shape:
+        return (f"expected padded of shape {tuple(ref[0].shape)} = (batch, longest sequence in "
+                f"this batch), found {tuple(padded.shape)}")
+    return (compare_tensors(padded, ref[0], name="padded")
+            or compare_tensors(lengths, ref[1], name="lengths")
+            or compare_tensors(labels, ref[2], name="labels"))
+
+
+def _is_time_major(out, args, kwargs) -> bool:
+    if _triple(out):
+        return False
+    ref = pad_collate_reference(args[0])[0]
+    return tuple(out[0].shape) == tuple(ref.shape[::-1]) and ref.shape[0] != ref.shape[1]
+
+
+def _is_lengths_after(out, args, kwargs) -> bool:
+    if _triple(out) or out[1].numel() != len(args[0]):
+        return False
+    return bool((out[1] == out[0].shape[-1]).all()) and len({len(s) for s, _ in args[0]}) > 1
+
+
+def _is_fixed(out, args, kwargs) -> bool:
+    if _triple(out) or out[0].dim() != 2:
+        return False
+    longest = max(len(s) for s, _ in args[0])
+    return out[0].shape[0] == len(args[0]) and out[0].shape[1] > longest
+
+
+register(Exercise(
+    "05.pad_collate",
+    "pad_collate(batch) gets a list of (tokens: LongTensor[T_i], label: int) and returns "
+    "(padded LongTensor[B, T_max] padded with 0, lengths LongTensor[B] before padding, "
+    "labels LongTensor[B]), T_max being the longest sequence of THIS batch.",
+    pad_collate_reference,
+    _pad_cases(),
+    _pad_verify,
+    [
+        Mistake("time-major output (batch_first missing)",
+                "pad_sequence returns [T_max, B] by default; pass batch_first=True to get [B, T_max].",
+                _pad_time_major, detect=_is_time_major),
+        Mistake("lengths measured after padding",
+                "after padding every row has length T_max; record len(seq) for each sequence "
+                "before padding, so the model can ignore the padded positions.",
+                _pad_lengths_after, detect=_is_lengths_after),
+        Mistake("pads to a fixed length instead of the batch's longest",
+                "padding every batch to one global length wastes compute on zeros; pad_sequence "
+                "pads to the longest sequence of the batch.",
+                _pad_fixed, detect=_is_fixed),
+    ],
+))

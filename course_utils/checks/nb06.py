@@ -1,0 +1,549 @@
+"""Checkers of notebook 06 (training loop), in notebook order: ``06.train_one_epoch``, ``06.evaluate``,
+``06.clipped_step``.
+
+The case factories build tiny deterministic models that *record how they are used* (:class:`ProbeNet`):
+whether each forward pass ran in training mode and with gradient tracking, and whether ``backward()``
+added its gradients on top of stale ones. The loss function (:class:`RecordingCrossEntropy`) records
+whether it received probabilities instead of logits. The checkers read those records, so the feedback
+names the mistake even when the numbers happen to look plausible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from course_utils.exercises import Exercise, Mistake, describe, register
+
+
+# --- shared by the 06 checkers --------------------------------------------------------------------
+# Recording probes (ProbeNet, RecordingCrossEntropy) and data.
+
+N_FEATURES, N_CLASSES = 6, 4
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+class ProbeNet(nn.Module):
+    """Linear -> BatchNorm -> ReLU -> Dropout -> Linear, recording how it is called.
+
+    Dropout draws from the model's own generator, so checking never touches the global RNG.
+    """
+
+    def __init__(self, seed: int, hidden: int = 12, p: float = 0.4) -> None:
+        super().__init__()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.fc1 = nn.Linear(N_FEATURES, hidden)
+            self.bn = nn.BatchNorm1d(hidden)
+            self.fc2 = nn.Linear(hidden, N_CLASSES)
+        self.p = p
+        self.dropout_gen = _gen(seed + 1000)
+        self.calls: list[tuple[bool, bool]] = []      # (training, grad enabled) per forward
+        self.outputs: list[torch.Tensor] = []
+        self.stale_backward = False                   # backward added to old gradients
+        self._incoming: dict[int, torch.Tensor] = {}
+        for index, param in enumerate(self.parameters()):
+            param.register_hook(lambda grad, i=index: self._remember(i, grad))
+            param.register_post_accumulate_grad_hook(lambda p, i=index: self._compare(i, p))
+
+    def _remember(self, index: int, grad: torch.Tensor) -> None:
+        self._incoming[index] = grad.detach().clone()
+
+    def _compare(self, index: int, param: torch.Tensor) -> None:
+        incoming = self._incoming.pop(index, None)
+        if incoming is not None and param.grad is not None and not torch.allclose(param.grad, incoming):
+            self.stale_backward = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.append((self.training, torch.is_grad_enabled()))
+        h = torch.relu(self.bn(self.fc1(x)))
+        if self.training:
+            keep = torch.rand(h.shape, generator=self.dropout_gen) >= self.p
+            h = h * keep / (1 - self.p)
+        out = self.fc2(h)
+        self.outputs.append(out.detach())
+        return out
+
+    def forget(self) -> None:
+        self.calls.clear()
+        self.outputs.clear()
+        self.stale_backward = False
+
+
+class RecordingCrossEntropy(nn.CrossEntropyLoss):
+    """CrossEntropyLoss that remembers its values and whether it was fed probabilities."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[float] = []
+        self.saw_probabilities = False
+
+    def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            rows_sum_to_one = torch.allclose(input.sum(dim=1), torch.ones(len(input)), atol=1e-4)
+            if bool((input >= 0).all()) and rows_sum_to_one:
+                self.saw_probabilities = True
+        loss = super().forward(input, target)
+        self.values.append(loss.item())
+        return loss
+
+
+def _classification_data(seed: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = _gen(seed)
+    x = torch.randn(n, N_FEATURES, generator=g)
+    y = (x[:, :N_CLASSES] + 0.5 * torch.randn(n, N_CLASSES, generator=g)).argmax(dim=1)
+    return x, y
+
+
+def _loader(x: torch.Tensor, y: torch.Tensor, batch_size: int) -> DataLoader:
+    # Its own generator: iterating a DataLoader draws a base seed, and without a generator
+    # that draw comes from the global RNG, which a check must leave alone.
+    return DataLoader(TensorDataset(x, y), batch_size=batch_size, generator=_gen(0))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (float, int)) and not isinstance(value, bool)
+
+
+# --- 06.train_one_epoch ---------------------------------------------------------------------------
+# Train mode, zero_grad, logits into the loss, per-sample mean.
+
+def train_one_epoch_reference(model: nn.Module, loader, loss_fn, optimizer, device) -> float:
+    model.train()
+    total, count = 0.0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        count += len(y)
+    return total / count
+
+
+def _epoch_no_zero_grad(model, loader, loss_fn, optimizer, device):
+    model.train()
+    losses = []
+    for x, y in loader:
+        loss = loss_fn(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+
+
+def _epoch_no_train(model, loader, loss_fn, optimizer, device):
+    losses = []
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+
+
+def _epoch_softmax(model, loader, loss_fn, optimizer, device):
+    model.train()
+    losses = []
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(torch.softmax(model(x.to(device)), dim=1), y.to(device))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
+
+
+def _epoch_unweighted(model, loader, loss_fn, optimizer, device):
+    model.train()
+    losses = []
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return sum(losses) / len(losses)  # every batch counts the same, the short last one too
+
+
+def _epoch_last_loss(model, loader, loss_fn, optimizer, device):
+    model.train()
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+def _epoch_cases():
+    def make(seed: int, n: int, batch_size: int, device: Any):
+        x, y = _classification_data(seed, n)
+        model = ProbeNet(seed)
+        model.eval()  # left in eval mode, as after a validation pass
+        loader = _loader(x, y, batch_size)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        return (model, loader, RecordingCrossEntropy(), optimizer, device), {}
+    # the last case has a short last batch (16, 16, 3): there the mean of the batch means is wrong
+    return [lambda: make(0, 32, 8, torch.device("cpu")), lambda: make(1, 36, 12, "cpu"),
+            lambda: make(2, 40, 10, torch.device("cpu")), lambda: make(3, 35, 16, "cpu")]
+
+
+def _epoch_verify(out, ref, args, kwargs):
+    model, loader, loss_fn, optimizer, device = args
+    if isinstance(out, torch.Tensor):
+        return f"expected a Python float (the mean loss), found {describe(out)}"
+    if not _is_number(out):
+        return f"expected a Python float (the mean loss), found {describe(out)}"
+    if not model.calls:
+        return "your function never called the model"
+    if any(not training for training, _ in model.calls):
+        return ("the model ran in eval mode during training (the case hands it over in eval mode, "
+                "as after validation): Dropout was off and BatchNorm used running statistics")
+    if loss_fn.saw_probabilities:
+        return "CrossEntropyLoss received probabilities (every row sums to 1) instead of raw logits"
+    if model.stale_backward:
+        return ("backward() added each batch's gradients on top of the previous batch's: "
+                "the gradients were never reset")
+    if abs(float(out) - ref) > 1e-4 * max(1.0, abs(ref)):
+        sizes = [len(y) for _, y in loader]
+        return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
+                f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
+    return None
+
+
+def _ran_in_eval(out, args, kwargs) -> bool:
+    return any(not training for training, _ in args[0].calls)
+
+
+def _batch_sizes(loader) -> list[int]:
+    return [len(y) for _, y in loader]
+
+
+def _unweighted_mean(out, args, kwargs) -> bool:
+    """The output is the plain mean of the batch losses, on a case where that is wrong."""
+    sizes, values = _batch_sizes(args[1]), args[2].values
+    if not _is_number(out) or len(set(sizes)) < 2 or len(values) != len(sizes):
+        return False
+    plain = sum(values) / len(values)
+    weighted = sum(v * n for v, n in zip(values, sizes)) / sum(sizes)
+    return abs(out - plain) < 1e-6 * max(1.0, abs(plain)) and abs(plain - weighted) > 1e-5
+
+
+def _returned_last(out, args, kwargs) -> bool:
+    values = args[2].values
+    if isinstance(out, torch.Tensor):
+        return True
+    return _is_number(out) and bool(values) and abs(out - values[-1]) < 1e-6 and len(values) > 1
+
+
+register(Exercise(
+    "06.train_one_epoch",
+    "train_one_epoch(model, loader, loss_fn, optimizer, device) runs one epoch of training "
+    "(model in training mode; per batch: move to device, zero_grad, forward, loss, backward, "
+    "step) and returns the mean loss over the epoch as a Python float.",
+    train_one_epoch_reference,
+    _epoch_cases(),
+    _epoch_verify,
+    [
+        Mistake("missing zero_grad",
+                "gradients accumulate across backward() calls: call optimizer.zero_grad() at the "
+                "start of every step, before loss.backward().",
+                _epoch_no_zero_grad, detect=lambda out, a, k: a[0].stale_backward),
+        Mistake("missing model.train()",
+                "a model comes back from validation in eval mode; call model.train() at the start "
+                "of the epoch so Dropout drops and BatchNorm uses batch statistics.",
+                _epoch_no_train, detect=_ran_in_eval),
+        Mistake("softmax before CrossEntropyLoss",
+                "nn.CrossEntropyLoss applies log-softmax itself and expects raw logits; pass "
+                "model(x) directly, without torch.softmax.",
+                _epoch_softmax, detect=lambda out, a, k: a[2].saw_probabilities),
+        Mistake("returns last loss or a tensor",
+                "add up loss.item() * batch_size over the epoch and return total / number_of_samples "
+                "as a Python float, not the last batch's loss and not a tensor.",
+                _epoch_last_loss, detect=_returned_last),
+        Mistake("unweighted mean of batch losses",
+                "loss.item() is the mean over one batch, and the last batch can be shorter: add up "
+                "loss.item() * len(y) and divide by the number of samples, not by the number of batches.",
+                _epoch_unweighted, detect=_unweighted_mean),
+    ],
+))
+
+
+# --- 06.evaluate ----------------------------------------------------------------------------------
+# Eval mode, no gradient tracking, accuracy over all samples.
+
+def evaluate_reference(model: nn.Module, loader, device) -> float:
+    model.eval()
+    correct, count = 0, 0
+    with torch.inference_mode():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            correct += (model(x).argmax(dim=1) == y).sum().item()
+            count += len(y)
+    return correct / count
+
+
+def _eval_no_eval(model, loader, device):
+    correct, count = 0, 0
+    with torch.inference_mode():
+        for x, y in loader:
+            correct += (model(x.to(device)).argmax(dim=1) == y.to(device)).sum().item()
+            count += len(y)
+    return correct / count
+
+
+def _eval_grad(model, loader, device):
+    model.eval()
+    correct, count = 0, 0
+    for x, y in loader:
+        correct += (model(x.to(device)).argmax(dim=1) == y.to(device)).sum().item()
+        count += len(y)
+    return correct / count
+
+
+def _eval_wrong_dim(model, loader, device):
+    model.eval()
+    correct, count = 0, 0
+    with torch.inference_mode():
+        for x, y in loader:
+            correct += (model(x.to(device)).argmax(dim=0) == y.to(device)).sum().item()
+            count += len(y)
+    return correct / count
+
+
+def _eval_batch_mean(model, loader, device):
+    model.eval()
+    accuracies = []
+    with torch.inference_mode():
+        for x, y in loader:
+            accuracies.append((model(x.to(device)).argmax(dim=1) == y.to(device)).float().mean().item())
+    return sum(accuracies) / len(accuracies)  # the short last batch weighs as much as a full one
+
+
+def _eval_percent(model, loader, device):
+    return 100 * evaluate_reference(model, loader, device)
+
+
+def _eval_cases():
+    def make(seed: int, n: int, batch_size: int):
+        x, y = _classification_data(seed + 10, n)
+        model = ProbeNet(seed)
+        with torch.no_grad():  # a few training-mode passes: BatchNorm running stats move
+            for start in range(0, n, batch_size):
+                model(x[start:start + batch_size])
+        model.forget()
+        model.train()  # handed over in training mode, as right after an epoch
+        return (model, _loader(x, y, batch_size), torch.device("cpu")), {}
+    # batch 6 != 4 classes: argmax over dim 0 raises; batch 4 == 4 classes: it silently miscounts;
+    # the last case ends with a short batch (8, 8, 3): a mean of batch accuracies is wrong there
+    return [lambda: make(0, 30, 6), lambda: make(1, 24, 4), lambda: make(2, 35, 7),
+            lambda: make(3, 19, 8)]
+
+
+def _wrong_dim_accuracy(model: ProbeNet, loader) -> float | None:
+    labels = [y for _, y in loader]
+    if len(labels) != len(model.outputs):
+        return None
+    correct, count = 0, 0
+    for out, y in zip(model.outputs, labels):
+        if out.shape[1] != len(y):
+            return None
+        correct += int((out.argmax(dim=0) == y).sum())
+        count += len(y)
+    return correct / count
+
+
+def _eval_verify(out, ref, args, kwargs):
+    model, loader, device = args
+    if not _is_number(out):
+        return f"expected the accuracy as a Python float between 0 and 1, found {describe(out)}"
+    if not model.calls:
+        return "your function never called the model"
+    if any(training for training, _ in model.calls):
+        return ("the model was still in training mode (the case hands it over right after training): "
+                "Dropout dropped units and BatchNorm used batch statistics")
+    if any(grad for _, grad in model.calls):
+        return "the forward passes ran with gradient tracking on: autograd recorded a graph for nothing"
+    if abs(float(out) - ref) > 1e-6:
+        n = len(loader.dataset)
+        return f"expected accuracy {ref:.4f} ({round(ref * n)} of {n} correct), found {float(out):.4g}"
+    return None
+
+
+def _argmax_wrong_dim(out, args, kwargs) -> bool:
+    wrong = _wrong_dim_accuracy(args[0], args[1])
+    return _is_number(out) and wrong is not None and abs(out - wrong) < 1e-6
+
+
+def _mean_of_batch_accuracies(out, args, kwargs) -> bool:
+    model, loader = args[0], args[1]
+    labels = [y for _, y in loader]
+    if not _is_number(out) or len({len(y) for y in labels}) < 2 or len(labels) != len(model.outputs):
+        return False
+    accuracies = [float((o.argmax(dim=1) == y).float().mean()) for o, y in zip(model.outputs, labels)]
+    return abs(out - sum(accuracies) / len(accuracies)) < 1e-6
+
+
+def _percent_or_tensor(out, args, kwargs) -> bool:
+    return isinstance(out, torch.Tensor) or (_is_number(out) and out > 1)
+
+
+register(Exercise(
+    "06.evaluate",
+    "evaluate(model, loader, device) returns the accuracy (a Python float in [0, 1]) of the "
+    "model on the loader: eval mode, no gradient tracking, predicted class = argmax over classes.",
+    evaluate_reference,
+    _eval_cases(),
+    _eval_verify,
+    [
+        Mistake("missing eval()",
+                "call model.eval() before evaluating: otherwise Dropout keeps dropping and BatchNorm "
+                "normalises with the batch's statistics (and updates its running ones).",
+                _eval_no_eval, detect=lambda out, a, k: any(t for t, _ in a[0].calls)),
+        Mistake("gradients tracked (no inference_mode/no_grad)",
+                "wrap the loop in `with torch.inference_mode():` (or torch.no_grad()): evaluation "
+                "needs no graph, and building one costs time and memory.",
+                _eval_grad, detect=lambda out, a, k: any(g for _, g in a[0].calls)),
+        Mistake("argmax over the wrong dim",
+                "logits have shape [batch, classes]: the predicted class of each sample is "
+                "logits.argmax(dim=1); dim=0 picks, for each class, the sample with the highest score.",
+                _eval_wrong_dim, detect=_argmax_wrong_dim, error_match="must match the size of tensor"),
+        Mistake("returns a percentage or a tensor",
+                "return correct / total as a Python float between 0 and 1 (use .item() on tensor counts).",
+                _eval_percent, detect=_percent_or_tensor),
+        Mistake("mean of per-batch accuracies",
+                "the last batch can be shorter, so averaging the batch accuracies over-weights it: "
+                "add up the correct predictions and the samples over all batches, then divide once.",
+                _eval_batch_mean, detect=_mean_of_batch_accuracies),
+    ],
+))
+
+
+# --- 06.clipped_step ------------------------------------------------------------------------------
+# zero_grad, backward, clip_grad_norm_, step; the norm before clipping.
+
+def clipped_step_reference(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor,
+                           optimizer, max_norm: float) -> float:
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return total_norm.item()
+
+
+def _clip_after_step(model, loss_fn, x, y, optimizer, max_norm):
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+    return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()
+
+
+def _clip_before_backward(model, loss_fn, x, y, optimizer, max_norm):
+    optimizer.zero_grad()
+    total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+    return total_norm.item()
+
+
+def _clip_no_zero_grad(model, loss_fn, x, y, optimizer, max_norm):
+    loss_fn(model(x), y).backward()
+    total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return total_norm.item()
+
+
+def _clip_tensor(model, loss_fn, x, y, optimizer, max_norm):
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return total_norm
+
+
+def _clip_setup(seed: int):
+    x, y = _classification_data(seed + 20, 8)
+    model = ProbeNet(seed)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for param in model.parameters():  # left over from the previous step
+        param.grad = torch.full_like(param, 0.3)
+    return model, nn.CrossEntropyLoss(), x, y, optimizer
+
+
+def _clip_cases():
+    def make(seed: int, max_norm: float):
+        twin = _clip_setup(seed)
+        clipped_step_reference(*twin, max_norm)
+        unclipped = _clip_setup(seed)
+        clipped_step_reference(*unclipped, float("inf"))
+        model, loss_fn, x, y, optimizer = _clip_setup(seed)
+        model.expected_params = [p.detach().clone() for p in twin[0].parameters()]
+        model.unclipped_params = [p.detach().clone() for p in unclipped[0].parameters()]
+        return (model, loss_fn, x, y, optimizer, max_norm), {}
+    return [lambda: make(0, 0.5), lambda: make(1, 0.25), lambda: make(2, 0.4)]
+
+
+def _largest_difference(params, expected) -> float:
+    return max(float((p.detach() - e).abs().max()) for p, e in zip(params, expected))
+
+
+def _clip_verify(out, ref, args, kwargs):
+    model, loss_fn, x, y, optimizer, max_norm = args
+    if not _is_number(out):
+        return f"expected the total gradient norm as a Python float, found {describe(out)}"
+    if model.stale_backward:
+        return "backward() added the new gradients on top of the previous step's stale ones"
+    if abs(float(out) - ref) > 1e-4 * max(1.0, ref):
+        return f"expected the total gradient norm before clipping, {ref:.4f}, found {float(out):.4f}"
+    difference = _largest_difference(model.parameters(), model.expected_params)
+    if difference > 1e-5:
+        return (f"the norm is right but the parameters after the step differ from a step with "
+                f"clipped gradients (largest difference {difference:.3g})")
+    return None
+
+
+def _updated_unclipped(out, args, kwargs) -> bool:
+    model = args[0]
+    return _largest_difference(model.parameters(), model.unclipped_params) < 1e-6
+
+
+register(Exercise(
+    "06.clipped_step",
+    "clipped_step(model, loss_fn, x, y, optimizer, max_norm) does one training step with "
+    "gradient clipping (zero_grad, forward, loss, backward, clip_grad_norm_, step) and returns "
+    "the total gradient norm BEFORE clipping as a Python float.",
+    clipped_step_reference,
+    _clip_cases(),
+    _clip_verify,
+    [
+        Mistake("missing zero_grad",
+                "the model arrives with gradients from the previous step: call optimizer.zero_grad() "
+                "before backward(), or they are added to the new ones.",
+                _clip_no_zero_grad, detect=lambda out, a, k: a[0].stale_backward),
+        Mistake("returns a tensor",
+                "clip_grad_norm_ returns a 0-dim tensor; log it as a number with .item().",
+                _clip_tensor, detect=lambda out, a, k: isinstance(out, torch.Tensor)),
+        Mistake("clips before backward()",
+                "clip_grad_norm_ works on the .grad fields: it must run after loss.backward() "
+                "has filled them (and before optimizer.step()).",
+                _clip_before_backward,
+                detect=lambda out, a, k: _is_number(out) and _updated_unclipped(out, a, k)
+                and abs(out) < 1e-12),
+        Mistake("clips after optimizer.step()",
+                "once step() ran, the update used the unclipped gradients; clip between "
+                "loss.backward() and optimizer.step().",
+                _clip_after_step, detect=_updated_unclipped),
+    ],
+))

@@ -1,0 +1,591 @@
+"""Checkers of notebook 07 (AMP and GPU memory), in notebook order: ``07.training_memory``,
+``07.saved_activation_bytes``, ``07.amp_train_step``.
+
+The memory checkers compare exact byte counts (Python ints). The saved-activation models keep weak
+references to their layer outputs, so a pack hook that keeps the graph alive is seen. The AMP step is
+checked on the CPU with a real ``torch.amp.GradScaler("cpu")`` whose method calls are recorded
+(:class:`SpyScaler`) and a model that records whether its forward ran under autocast, so every typical
+mistake is visible without a GPU.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import weakref
+from typing import Any
+
+import torch
+from torch import nn
+
+from course_utils.exercises import Exercise, Mistake, describe, register
+
+
+# --- shared by the 07 checkers --------------------------------------------------------------------
+# Byte counts must be Python numbers.
+
+def _number_problem(value: Any, what: str) -> str | None:
+    if isinstance(value, torch.Tensor):
+        return f"expected {what} as a Python int, found a tensor ({describe(value)}); use int(...) or .item()"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected {what} as a Python int, found {describe(value)}"
+    return None
+
+
+# --- 07.training_memory ---------------------------------------------------------------------------
+# Bytes of parameters, gradients and optimizer state for training a model.
+
+_COPIES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
+
+
+
+def training_memory_reference(model: nn.Module, optimizer: str, dtype: torch.dtype) -> dict[str, int]:
+    size = torch.tensor([], dtype=dtype).element_size()
+    n_all = sum(p.numel() for p in model.parameters())
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
+    return {"params": n_all * size, "grads": n_trainable * size, "optimizer_state": copies * n_trainable * size}
+
+
+def _tm_adam_once(model, optimizer, dtype):
+    out = training_memory_reference(model, optimizer, dtype)
+    if optimizer in ("adam", "adamw"):
+        out["optimizer_state"] //= 2
+    return out
+
+
+def _tm_no_grads(model, optimizer, dtype):
+    out = training_memory_reference(model, optimizer, dtype)
+    out["grads"] = 0
+    return out
+
+
+def _tm_float32_always(model, optimizer, dtype):
+    return training_memory_reference(model, optimizer, torch.float32)
+
+
+def _tm_no_momentum(model, optimizer, dtype):
+    return training_memory_reference(model, "sgd" if optimizer == "momentum" else optimizer, dtype)
+
+
+def _tm_frozen_trained(model, optimizer, dtype):
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = sum(p.numel() for p in model.parameters())
+    return {"params": n * size, "grads": n * size, "optimizer_state": _COPIES[optimizer] * n * size}
+
+
+def _tm_per_module(model, optimizer, dtype):
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False))
+    n_train = sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False) if p.requires_grad)
+    return {"params": n * size, "grads": n_train * size, "optimizer_state": _COPIES[optimizer] * n_train * size}
+
+
+class _TiedLM(nn.Module):
+    """Embedding and output layer share one weight matrix (weight tying)."""
+
+    def __init__(self, vocab: int = 50, dim: int = 16) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.hidden = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, vocab, bias=False)
+        self.out.weight = self.embed.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.hidden(self.embed(tokens))))
+
+
+def _tm_cases():
+    def mlp(seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    def frozen(seed):
+        model = mlp(seed)
+        model[0].requires_grad_(False)
+        return model
+
+    def tied(seed):
+        torch.manual_seed(seed)
+        return _TiedLM()
+
+    def conv(seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 5))
+
+    return [lambda: ((mlp(0), "adam", torch.float32), {}),
+            lambda: ((frozen(1), "momentum", torch.bfloat16), {}),
+            lambda: ((tied(2), "adamw", torch.float16), {}),
+            lambda: ((conv(3), "sgd", torch.float64), {}),
+            lambda: ((mlp(4), "adam", torch.bfloat16), {})]
+
+
+def _tm_step_bytes(model) -> int:
+    return 4 * sum(1 for p in model.parameters() if p.requires_grad)
+
+
+def _tm_describe(model, optimizer, dtype) -> str:
+    n_all = sum(p.numel() for p in model.parameters())
+    n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    frozen = f", {n_all - n_train:,} of them frozen" if n_train != n_all else ""
+    return f"({n_all:,} parameters{frozen}, optimizer {optimizer!r}, {dtype})"
+
+
+def _tm_verify(out, ref, args, kwargs):
+    if not isinstance(out, dict):
+        return f"expected a dict with keys 'params', 'grads', 'optimizer_state', found {describe(out)}"
+    missing = [k for k in ref if k not in out]
+    if missing:
+        return f"expected keys {list(ref)}, found {list(out)} (missing {missing})"
+    for key in ref:
+        problem = _number_problem(out[key], f"out[{key!r}]")
+        if problem:
+            return problem
+    model, optimizer, dtype = args
+    where = _tm_describe(model, optimizer, dtype)
+    for key in ("params", "grads"):
+        if out[key] != ref[key]:
+            return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}"
+    state = out["optimizer_state"]
+    if state != ref["optimizer_state"]:
+        if optimizer in ("adam", "adamw") and state == ref["optimizer_state"] + _tm_step_bytes(model):
+            return None  # counting Adam's 4-byte `step` tensors too is also right
+        return f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}"
+    return None
+
+
+def _tm_field(out, key):
+    return out.get(key) if isinstance(out, dict) else None
+
+
+register(Exercise(
+    "07.training_memory",
+    "training_memory(model, optimizer, dtype) returns {'params', 'grads', 'optimizer_state'} in bytes "
+    "for training `model` in `dtype` with optimizer 'sgd', 'momentum', 'adam' or 'adamw'. Frozen "
+    "parameters (requires_grad=False) have no gradient and no optimizer state; ignore Adam's tiny "
+    "`step` counters.",
+    training_memory_reference,
+    _tm_cases(),
+    _tm_verify,
+    [
+        Mistake("Adam counted once",
+                "Adam and AdamW keep TWO tensors per parameter (exp_avg and exp_avg_sq): optimizer "
+                "state is 2 x the trainable parameter bytes.",
+                _tm_adam_once,
+                detect=lambda out, a, k: a[1] in ("adam", "adamw") and _tm_field(out, "optimizer_state")
+                == training_memory_reference(*a)["optimizer_state"] // 2),
+        Mistake("grads forgotten",
+                "backward() stores a .grad tensor as large as each trainable parameter: count it.",
+                _tm_no_grads,
+                detect=lambda out, a, k: isinstance(out, dict) and not out.get("grads")),
+        Mistake("dtype size ignored",
+                "bytes = elements x bytes per element: 4 for float32, 2 for bfloat16/float16, 8 for "
+                "float64 (torch.tensor([], dtype=dtype).element_size() or dtype.itemsize).",
+                _tm_float32_always,
+                detect=lambda out, a, k: a[2] != torch.float32 and isinstance(out, dict)
+                and out.get("params") == training_memory_reference(a[0], a[1], torch.float32)["params"]),
+        Mistake("momentum buffer forgotten",
+                "SGD with momentum keeps one momentum buffer per parameter (1 copy); plain SGD keeps none.",
+                _tm_no_momentum,
+                detect=lambda out, a, k: a[1] == "momentum" and _tm_field(out, "optimizer_state") == 0),
+        Mistake("frozen parameters given grads and optimizer state",
+                "parameters with requires_grad=False still take memory, but get no .grad and the "
+                "optimizer keeps no state for them: count only trainable ones for grads and state.",
+                _tm_frozen_trained,
+                detect=lambda out, a, k: _tm_field(out, "grads") == _tm_frozen_trained(*a)["grads"]
+                != training_memory_reference(*a)["grads"]),
+        Mistake("shared parameters counted twice",
+                "a tied weight is one tensor used by two modules; model.parameters() lists it once, "
+                "summing over model.modules() counts it twice.",
+                _tm_per_module,
+                detect=lambda out, a, k: _tm_field(out, "params") == _tm_per_module(*a)["params"]
+                != training_memory_reference(*a)["params"]),
+    ],
+))
+
+
+# --- 07.saved_activation_bytes --------------------------------------------------------------------
+# Bytes of the distinct storages autograd saves for backward.
+
+def saved_activation_bytes_reference(model: nn.Module, x: torch.Tensor) -> int:
+    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in param_storages:
+            sizes[storage.data_ptr()] = storage.nbytes()
+        return t.detach()  # returning t itself would keep the graph alive forever
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _saved(model: nn.Module, x: torch.Tensor) -> list[tuple[int, int, int, bool]]:
+    """(storage ptr, storage bytes, numel, is_parameter) for every tensor autograd saves."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    found: list[tuple[int, int, int, bool]] = []
+    keep: list[torch.Tensor] = []
+
+    def pack(t):
+        keep.append(t.detach())
+        ptr = t.untyped_storage().data_ptr()
+        found.append((ptr, t.untyped_storage().nbytes(), t.numel(), ptr in params))
+        return keep[-1]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return found
+
+
+def _sab_every_save(model, x):
+    return sum(nbytes for _, nbytes, _, is_param in _saved(model, x) if not is_param)
+
+
+def _sab_with_params(model, x):
+    return sum({ptr: nbytes for ptr, nbytes, _, _ in _saved(model, x)}.values())
+
+
+def _sab_numel(model, x):
+    return sum({ptr: numel for ptr, _, numel, is_param in _saved(model, x) if not is_param}.values())
+
+
+def _sab_no_grad(model, x):
+    sizes = {}
+
+    def pack(t):
+        sizes[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t.detach()
+
+    with torch.no_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _sab_returns_t(model, x):
+    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in param_storages:
+            sizes[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+class _Watched(nn.Sequential):
+    """Records a weak reference to every layer's output, to see whether the graph was freed."""
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self.outputs: list[weakref.ref] = []  # from every forward, so checks cannot mask a leak
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self:
+            x = layer(x)
+            self.outputs.append(weakref.ref(x))
+        return x
+
+
+def _graph_kept_alive(model: nn.Module) -> bool:
+    def alive() -> bool:
+        return any(ref() is not None for ref in getattr(model, "outputs", []))
+    if not alive():
+        return False
+    gc.collect()  # only when needed: a full collection is slow in a big process
+    return alive()
+
+
+class _Square(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * x  # autograd saves x twice (as self and as other): one storage
+
+
+def _sab_cases():
+    def mlp():
+        torch.manual_seed(10)
+        model = _Watched(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3))
+        return (model, torch.randn(5, 8, generator=torch.Generator().manual_seed(11))), {}
+
+    def square():
+        torch.manual_seed(12)
+        model = _Watched(nn.Linear(6, 12), _Square(), nn.Tanh(), nn.Linear(12, 2))
+        return (model, torch.randn(7, 6, generator=torch.Generator().manual_seed(13))), {}
+
+    def cnn():
+        torch.manual_seed(14)
+        model = _Watched(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(4 * 4 * 4, 5))
+        return (model, torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(15))), {}
+
+    return [mlp, square, cnn]
+
+
+def _sab_verify(out, ref, args, kwargs):
+    problem = _number_problem(out, "the byte count")
+    if problem:
+        return problem
+    if out != ref:
+        model, x = args
+        return (f"for input of shape {tuple(x.shape)} through {len(list(model.children()))} layers "
+                f"expected {ref:,} bytes saved for backward, found {out:,}")
+    if _graph_kept_alive(args[0]):
+        return ("the count is right, but the layer outputs were still alive after your function "
+                "returned: the forward graph was never freed")
+    return None
+
+
+register(Exercise(
+    "07.saved_activation_bytes",
+    "saved_activation_bytes(model, x) runs model(x) under torch.autograd.graph.saved_tensors_hooks "
+    "and returns the bytes of the distinct storages autograd saves for backward, leaving out the "
+    "model's parameters.",
+    saved_activation_bytes_reference,
+    _sab_cases(),
+    _sab_verify,
+    [
+        Mistake("shared tensors counted twice",
+                "the same tensor is often saved by two operations (a ReLU output is saved by the ReLU "
+                "and by the next Linear): key a dict by t.untyped_storage().data_ptr() and count each "
+                "storage once.",
+                _sab_every_save,
+                detect=lambda out, a, k: out == _sab_every_save(*a) != saved_activation_bytes_reference(*a)),
+        Mistake("parameters counted",
+                "a Linear saves its weight for backward, but the weight exists anyway: skip storages "
+                "that belong to model.parameters().",
+                _sab_with_params,
+                detect=lambda out, a, k: out == _sab_with_params(*a)),
+        Mistake("element count instead of bytes",
+                "numel() counts elements; memory is bytes: use untyped_storage().nbytes() "
+                "(or numel() * element_size()).",
+                _sab_numel,
+                detect=lambda out, a, k: out == _sab_numel(*a)),
+        Mistake("pack hook returns the tensor itself (graph never freed)",
+                "return t.detach() from the pack hook, not t: a saved output handed back unchanged "
+                "points to its own grad_fn, which owns it; that cycle runs through C++ and is never "
+                "freed when no backward() follows.",
+                _sab_returns_t,
+                detect=lambda out, a, k: _graph_kept_alive(a[0])),
+        Mistake("forward run under no_grad (nothing saved)",
+                "inside torch.no_grad() autograd records nothing, so the hooks never fire: run the "
+                "forward with gradients enabled.",
+                _sab_no_grad,
+                detect=lambda out, a, k: out == 0),
+    ],
+))
+
+
+# --- 07.amp_train_step ----------------------------------------------------------------------------
+# One mixed-precision training step with autocast and a GradScaler (a recording SpyScaler).
+
+class SpyScaler(torch.amp.GradScaler):
+    """A real ``GradScaler`` that records which of its methods were called, in order."""
+
+    def __init__(self, recipe: str, init_scale: float, growth_interval: int = 1) -> None:
+        super().__init__("cpu", init_scale=init_scale, growth_interval=growth_interval)
+        self.recipe = recipe
+        self.initial_scale = init_scale
+        self.calls: list[str] = []
+
+    def scale(self, outputs):  # type: ignore[override]
+        self.calls.append("scale")
+        return super().scale(outputs)
+
+    def step(self, optimizer, *args, **kwargs):  # type: ignore[override]
+        self.calls.append("step")
+        return super().step(optimizer, *args, **kwargs)
+
+    def update(self, new_scale=None) -> None:  # type: ignore[override]
+        self.calls.append("update")
+        super().update(new_scale)
+
+
+class _AutocastRecorder(nn.Module):
+    """Wraps a network and records whether each forward ran under autocast."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+        self.autocast_seen: list[bool] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.autocast_seen.append(torch.is_autocast_enabled(x.device.type))
+        return self.net(x)
+
+
+def _amp_build(recipe: str) -> tuple:
+    gen = torch.Generator().manual_seed(20)
+    torch.manual_seed(21)
+    if recipe == "regression":
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
+        x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
+        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        scale = 2.0 ** 10
+    elif recipe == "classification":
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
+        x, y = torch.randn(24, 8, generator=gen), torch.randint(0, 4, (24,), generator=gen)
+        loss_fn, optimizer = nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2)
+        scale = 2.0 ** 12
+    elif recipe == "overflow":  # the scaled loss overflows: the step must be skipped, the scale halved
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
+        x, y = torch.randn(32, 6, generator=gen), 10 * torch.randn(32, 1, generator=gen)
+        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        scale = 2.0 ** 126
+    else:
+        raise ValueError(recipe)
+    return model, x, y, loss_fn, optimizer, SpyScaler(recipe, scale), "cpu"
+
+
+def amp_train_step_reference(model, x, y, loss_fn, optimizer, scaler, device_type) -> float:
+    optimizer.zero_grad(set_to_none=True)
+    amp_dtype = torch.bfloat16 if device_type == "cpu" else torch.float16
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+
+
+def _amp_expected(recipe: str) -> dict[str, Any]:
+    args = _amp_build(recipe)
+    model, scaler = args[0], args[5]
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = amp_train_step_reference(*args)
+    return {"loss": loss, "scale": scaler.get_scale(), "before": before,
+            "after": [p.detach().clone() for p in model.parameters()],
+            "grads": [None if p.grad is None else p.grad.detach().clone() for p in model.parameters()]}
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).norm() / (b.norm() + 1e-30))
+
+
+def _grad_ratio(args: tuple) -> float | None:
+    """norm(your .grad) / norm(expected .grad), or None when the expected step overflowed."""
+    model, scaler = args[0], args[5]
+    expected = _amp_expected(scaler.recipe)
+    if any(g is None or not torch.isfinite(g).all() for g in expected["grads"]):
+        return None  # a skipped step: what is left in .grad is not meaningful
+    mine, ref = 0.0, 0.0
+    for p, g in zip(model.parameters(), expected["grads"]):
+        if p.grad is None or not torch.isfinite(p.grad).all():
+            continue
+        mine += float(p.grad.norm()) ** 2
+        ref += float(g.norm()) ** 2
+    # no gradients left (zero_grad() after the step is a fine habit): nothing to compare
+    return math.sqrt(mine / ref) if ref > 0 and mine > 0 else None
+
+
+def _close_ratio(ratio: float | None, target: float) -> bool:
+    return ratio is not None and ratio > 0 and abs(math.log(ratio / target)) < 0.5
+
+
+def _amp_verify(out, ref, args, kwargs):
+    model, x, y, loss_fn, optimizer, scaler, device_type = args
+    if isinstance(out, torch.Tensor):
+        return f"expected the loss as a Python float (loss.item()), found a tensor ({describe(out)})"
+    if isinstance(out, bool) or not isinstance(out, (int, float)):
+        return f"expected the loss as a Python float, found {describe(out)}"
+    if not any(model.autocast_seen):
+        return ("your forward pass ran without autocast (torch.is_autocast_enabled was False inside "
+                "model.forward)")
+    calls = scaler.calls
+    if "scale" not in calls:
+        return "scaler.scale(loss) was never called, so backward ran on the unscaled loss"
+    if "step" not in calls:
+        return "scaler.step(optimizer) was never called, so nothing unscaled the gradients or checked them for inf"
+    expected = _amp_expected(scaler.recipe)
+    if "update" not in calls:
+        return (f"scaler.update() was never called: the loss scale stayed {scaler.get_scale():g}, "
+                f"expected {expected['scale']:g} after this step")
+    if not math.isclose(out, expected["loss"], rel_tol=0.05, abs_tol=1e-6):
+        times = out / expected["loss"] if expected["loss"] else float("nan")
+        return f"expected the returned loss ≈ {expected['loss']:.4g}, found {out:.4g} ({times:.3g}x)"
+    if scaler.get_scale() != expected["scale"]:
+        return f"expected the loss scale {expected['scale']:g} after this step, found {scaler.get_scale():g}"
+    for (name, p), p0, p1 in zip(model.named_parameters(), expected["before"], expected["after"]):
+        if not torch.isfinite(p).all():
+            return (f"parameter {name} contains inf/NaN after your step: a step with inf gradients "
+                    f"must be skipped (scaler.step does that)")
+        if torch.equal(p1, p0):
+            if not torch.equal(p.detach(), p0):
+                return (f"parameter {name} changed, but this step's gradients overflowed: "
+                        f"the update must be skipped")
+            continue
+        if _rel(p.detach() - p0, p1 - p0) > 0.1:
+            return (f"the update of parameter {name} differs from the expected one (relative difference "
+                    f"{_rel(p.detach() - p0, p1 - p0):.3g})")
+    ratio = _grad_ratio(args)
+    if ratio is not None and not _close_ratio(ratio, 1.0):
+        return (f"the gradients left in .grad are {ratio:.3g}x the expected (unscaled) ones; "
+                f"the loss scale was {scaler.initial_scale:g}")
+    return None
+
+
+def _amp_variant(*, scaled_backward: bool = True, scaler_step: bool = True, update: bool = True,
+                 autocast: bool = True, return_scaled: bool = False):
+    """A wrong amp_train_step: the reference with one part left out or changed."""
+    def step(model, x, y, loss_fn, optimizer, scaler, device_type):
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(model(x), y)
+        scaled = scaler.scale(loss) if scaled_backward or return_scaled else loss
+        scaled.backward()
+        scaler.step(optimizer) if scaler_step else optimizer.step()
+        if update:
+            scaler.update()
+        return (scaled if return_scaled else loss).item()
+    return step
+
+
+def _calls(args: tuple) -> list[str]:
+    return getattr(args[5], "calls", [])
+
+
+register(Exercise(
+    "07.amp_train_step",
+    "amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type) does one mixed-precision "
+    "step: clear the gradients, forward + loss under torch.autocast(device_type=..., dtype=bfloat16 "
+    "on 'cpu' / float16 on 'cuda'), backward on scaler.scale(loss), scaler.step(optimizer), "
+    "scaler.update(); returns the (unscaled) loss as a Python float.",
+    amp_train_step_reference,
+    [lambda: (_amp_build("regression"), {}), lambda: (_amp_build("classification"), {}),
+     lambda: (_amp_build("overflow"), {})],
+    _amp_verify,
+    [
+        Mistake("backward on unscaled loss",
+                "call scaler.scale(loss).backward(): scaling the loss before backward is what keeps "
+                "small fp16 gradients from flushing to zero (scaler.step divides the scale back out).",
+                _amp_variant(scaled_backward=False),
+                detect=lambda out, a, k: "scale" not in _calls(a)
+                or _close_ratio(_grad_ratio(a), 1.0 / a[5].initial_scale),
+                error_match="did not use scaler.scale"),
+        Mistake("`optimizer.step()` instead of `scaler.step`",
+                "call scaler.step(optimizer), not optimizer.step(): it unscales the gradients, checks "
+                "them for inf/NaN and skips the update when they overflowed.",
+                _amp_variant(scaler_step=False),
+                detect=lambda out, a, k: "step" not in _calls(a),
+                error_match="No inf checks were recorded"),
+        Mistake("no `scaler.update()`",
+                "end every step with scaler.update(): it halves the scale after an overflow and grows "
+                "it after a run of good steps; without it the scale never adapts (and the next "
+                "scaler.step raises).",
+                _amp_variant(update=False),
+                detect=lambda out, a, k: "update" not in _calls(a)),
+        Mistake("returns the scaled loss",
+                "return loss.item(), the loss before scaling; scaler.scale(loss) is only for backward.",
+                _amp_variant(return_scaled=True),
+                detect=lambda out, a, k: isinstance(out, float) and math.isclose(
+                    out, _amp_expected(a[5].recipe)["loss"] * a[5].initial_scale, rel_tol=0.05)),
+        Mistake("no autocast",
+                "run the forward pass and the loss inside `with torch.autocast(device_type=device_type, "
+                "dtype=...)`; without it everything stays float32.",
+                _amp_variant(autocast=False),
+                detect=lambda out, a, k: not any(getattr(a[0], "autocast_seen", [True]))),
+    ],
+))

@@ -1,0 +1,583 @@
+"""Checkers of notebook 08 (checkpointing), in notebook order: ``08.save_checkpoint``,
+``08.load_checkpoint``, ``08.latest_checkpoint``, ``08.clean_state_dict``.
+
+How the checkpoint checkers see what cannot be seen in a return value:
+
+* a **resume test**: the candidate's checkpoint (or loader) is used to continue a real run
+  (:mod:`course_utils.resume_demo`) and the final parameters must be ``torch.equal`` to an
+  uninterrupted run's;
+* **atomic writes**: a Python audit hook records every ``os.rename``/``os.replace`` into the
+  case's folder; the checkpoint must arrive at its name by a rename from the same folder;
+* **unsafe loads**: the same hook records ``pickle.find_class``, which only the full pickle
+  machinery (``weights_only=False``) calls;
+* ``load_checkpoint`` is re-run on fresh objects inside ``verify``, so the global RNG state it
+  leaves behind is inspected before anything else touches it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from course_utils.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
+from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.resume_demo import build, seed_all, train
+
+
+# --- shared by the 08 checkers --------------------------------------------------------------------
+# Temp folders, the audit hook, the resume helpers.
+
+TOTAL_EPOCHS = 3  # length of each case's run; a case saves after 1 or 2 epochs and resumes the rest
+N_SAMPLES = 128  # 4 batches per epoch: small and quick, every RNG still in play
+
+# --- plumbing: temp folders and the audit hook --------------------------------------------------
+
+_ROOT: list[Path] = []
+_RENAMES: dict[str, list[tuple[str, str]]] = {}  # watched folder -> [(src, dst)]
+_FIND_CLASS: list[list[str]] = []  # active recorders of pickle.find_class
+_HOOKED: list[bool] = []
+_LAST: dict[tuple[str, str], str] = {}  # (exercise, case path) -> problem code of the last verify
+_CANDIDATE: dict[str, Callable[..., Any]] = {}
+_CASE_INFO: dict[str, tuple[int, int]] = {}
+
+
+def _case_dir() -> Path:
+    if not _ROOT:
+        root = Path(tempfile.mkdtemp(prefix="course-08-checks-"))
+        atexit.register(shutil.rmtree, root, True)
+        _ROOT.append(root)
+    return Path(tempfile.mkdtemp(dir=_ROOT[0]))
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "os.rename" and _RENAMES:
+        try:  # an audit hook must never raise
+            src, dst = (os.path.realpath(os.fsdecode(os.fspath(a))) for a in args[:2])
+            events = _RENAMES.get(os.path.dirname(dst))
+            if events is not None:
+                events.append((src, dst))
+        except Exception:
+            pass
+    elif event == "pickle.find_class" and _FIND_CLASS:
+        for record in _FIND_CLASS:
+            record.append(f"{args[0]}.{args[1]}")
+
+
+def _install_hook() -> None:
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED.append(True)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Exact structural equality of nested dicts/lists/tensors/numbers."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and a.dtype == b.dtype and torch.equal(a.cpu(), b.cpu()))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@functools.lru_cache(maxsize=8)
+def _straight_params(seed: int) -> list[torch.Tensor]:
+    state = capture_rng_state()
+    run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
+    train(run, TOTAL_EPOCHS)
+    restore_rng_state(state)  # cached or not, the caller's random state is the same afterwards
+    return [p.detach().clone() for p in run.model.parameters()]
+
+
+def _max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    return max((x - y).abs().max().item() for x, y in zip(a, b))
+
+
+def _fresh_run(seed: int):
+    run = build(seed + 1000, epochs=TOTAL_EPOCHS, n=N_SAMPLES)  # other weights, other data order
+    seed_all(seed + 2000)  # a new process starts from some other random state
+    return run
+
+
+def _code_is(exercise: str, code: str):
+    return lambda out, args, kwargs: _LAST.get((exercise, str(args[0]))) == code
+
+
+# --- 08.save_checkpoint ---------------------------------------------------------------------------
+# Write the full training state atomically; checked by resuming from it.
+
+def save_checkpoint_reference(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    path = Path(path)
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def _save_variant(drop: str = "", rng: Callable[[Any], Any] | None = None, write: str = "atomic"):
+    def save(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+        path = Path(path)
+        checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                      "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                      "best_metric": best_metric,
+                      "rng": rng(generator) if rng else capture_rng_state(generator)}
+        if drop == "optimizer-object":
+            checkpoint["optimizer"] = optimizer
+        elif drop:
+            del checkpoint[drop]
+        if write == "in place":
+            torch.save(checkpoint, path)
+        elif write == "other folder":
+            fd, tmp = tempfile.mkstemp(suffix=".pt")
+            with os.fdopen(fd, "wb") as f:
+                torch.save(checkpoint, f)
+            os.replace(tmp, path)
+        else:
+            torch.save(checkpoint, path.with_name(path.name + ".tmp"))
+            os.replace(path.with_name(path.name + ".tmp"), path)
+        return path
+    return save
+
+
+def _save_case(seed: int, epochs_done: int):
+    def factory():
+        _install_hook()
+        folder = _case_dir() / "checkpoints"
+        folder.mkdir()
+        path = folder / "last.pt"
+        torch.save({"epoch": epochs_done - 1, "note": "the previous checkpoint"}, path)
+        _RENAMES[os.path.realpath(folder)] = []
+        run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
+        train(run, epochs_done)
+        _CASE_INFO[str(path)] = (seed, epochs_done)
+        return ((path, run.model, run.optimizer, run.scheduler, run.generator),
+                {"epoch": run.epoch, "step": run.step, "best_metric": round(0.9 / (1 + epochs_done), 4)})
+    return factory
+
+
+_NEEDED = {"model": "the weights (model.state_dict())",
+           "optimizer": "Adam's moments and the current LR (optimizer.state_dict())",
+           "scheduler": "where the LR schedule is (scheduler.state_dict())",
+           "epoch": "the epoch counter", "step": "the step counter", "best_metric": "the best metric so far",
+           "rng": "the random states (capture_rng_state(generator))"}
+
+
+def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, str | None]:
+    path = Path(args[0])
+    if not isinstance(out, (str, os.PathLike)) or Path(out).resolve() != path.resolve():
+        return "return", f"expected your function to return the path it wrote ({path.name}), found {describe(out)}"
+    try:
+        ckpt = torch.load(path, weights_only=True)
+    except Exception as exc:
+        text = str(exc)
+        refused = text.split("Unsupported global: ")[-1].split(" was not")[0].removeprefix("GLOBAL ")
+        reason = (f"it contains a {refused} object, not only tensors, numbers, strings and containers"
+                  if "Unsupported global" in text else text.strip().splitlines()[0][:160])
+        return "weights_only", f"torch.load(path, weights_only=True) refused your file: {reason}"
+    if not isinstance(ckpt, dict) or ckpt.get("note") == "the previous checkpoint":
+        return "unchanged", f"{path.name} does not hold your new checkpoint dict: write it to `path`"
+    for key in _NEEDED:
+        if key not in ckpt:
+            code = key if key in ("optimizer", "scheduler", "rng") else "keys"
+            return code, (f"your checkpoint has no {key!r} entry (found keys {sorted(ckpt)}); "
+                          f"a resume needs {_NEEDED[key]}")
+    expected = torch.load(ref, weights_only=True)
+    for key in ("model", "optimizer", "scheduler", "epoch", "step", "best_metric"):
+        if not _same(ckpt[key], expected[key]):
+            return "keys", f"the {key!r} entry does not hold {_NEEDED[key]} as it was at save time"
+    rng = ckpt["rng"]
+    if isinstance(rng, dict) and rng.get("generator") is None:
+        return "generator", ("your 'rng' entry has no DataLoader generator state: after a resume "
+                             "the batches would come in a different order")
+    if not _same(rng, expected["rng"]):
+        return "rng_wrong", "the 'rng' entry is not capture_rng_state(generator) taken at save time"
+    seed, done = _CASE_INFO[str(path)]
+    run = _fresh_run(seed)
+    load_checkpoint(path, run.model, run.optimizer, run.scheduler, generator=run.generator)
+    train(run, TOTAL_EPOCHS - done)
+    diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
+    if diff != 0:
+        return "resume", (f"resuming from your checkpoint does not reproduce the uninterrupted run "
+                          f"(largest parameter difference {diff:.3g})")
+    real = os.path.realpath(path)
+    arrived = [src for src, dst in _RENAMES.get(os.path.dirname(real), []) if dst == real]
+    if not arrived:
+        return "atomic", (f"non-atomic write: nothing was os.replace()-d onto {path.name}, so the previous "
+                          f"checkpoint was overwritten in place; a crash mid-write leaves a truncated file")
+    if os.path.dirname(arrived[-1]) != os.path.dirname(real):
+        return "tmp_folder", (f"your temp file was in {os.path.dirname(arrived[-1])}, not next to {path.name}: "
+                              f"os.replace is only atomic within one filesystem (and fails across them)")
+    leftovers = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
+    if leftovers:
+        return "leftover", f"files left next to your checkpoint: {leftovers}; the temp file must be renamed"
+    return "ok", None
+
+
+def _save_verify(out, ref, args, kwargs):
+    code, problem = _save_problem(out, ref, args, kwargs)
+    _LAST[("save", str(args[0]))] = code
+    return problem
+
+
+register(Exercise(
+    "08.save_checkpoint",
+    "save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric) writes "
+    "{'model', 'optimizer', 'scheduler' (state_dicts), 'epoch', 'step', 'best_metric', "
+    "'rng': capture_rng_state(generator)} atomically (temp file in the same folder, then os.replace) "
+    "and returns the Path.",
+    save_checkpoint_reference,
+    [_save_case(0, 2), _save_case(1, 1), _save_case(2, 2)],
+    _save_verify,
+    [
+        Mistake("optimizer state missing",
+                "store optimizer.state_dict() under 'optimizer': Adam's moments (and the current LR) "
+                "are part of the training state; without them the loss jumps after a resume.",
+                _save_variant(drop="optimizer"), detect=_code_is("save", "optimizer")),
+        Mistake("scheduler missing",
+                "store scheduler.state_dict() under 'scheduler': a fresh scheduler restarts the "
+                "LR schedule from step 0.",
+                _save_variant(drop="scheduler"), detect=_code_is("save", "scheduler")),
+        Mistake("RNG state missing",
+                "store 'rng': capture_rng_state(generator) so dropout, augmentation and shuffling "
+                "continue exactly where they were.",
+                _save_variant(drop="rng"), detect=_code_is("save", "rng")),
+        Mistake("RNG state missing the DataLoader generator",
+                "pass the loader's generator: capture_rng_state(generator). The global seeds do not "
+                "decide the shuffle order; that generator does.",
+                _save_variant(rng=lambda g: capture_rng_state()), detect=_code_is("save", "generator")),
+        Mistake("non-atomic write (torch.save straight onto the path)",
+                "write to a temp file next to the target (e.g. path.with_name(path.name + '.tmp')), "
+                "flush + os.fsync, then os.replace(tmp, path): readers see the old or the new file, "
+                "never half of one.",
+                _save_variant(write="in place"), detect=_code_is("save", "atomic")),
+        Mistake("non-atomic write: temp file in another folder",
+                "create the temp file in the SAME folder as the target (dir=path.parent or "
+                "path.with_name(...)); os.replace is atomic only within one filesystem.",
+                _save_variant(write="other folder"), detect=_code_is("save", "tmp_folder")),
+        Mistake("stores objects instead of state_dicts",
+                "save optimizer.state_dict(), not the optimizer object: weights_only=True loading "
+                "accepts tensors, numbers, strings and containers only.",
+                _save_variant(drop="optimizer-object"), detect=_code_is("save", "weights_only")),
+    ],
+))
+
+
+# --- 08.load_checkpoint ---------------------------------------------------------------------------
+# Restore model, optimizer, scheduler and RNG states safely (weights_only); the candidate is re-run
+# on fresh objects inside verify, so the RNG state it leaves behind is seen before anything else.
+
+def load_checkpoint_reference(path, model, optimizer, scheduler, generator, map_location="cpu"):
+    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    restore_rng_state(checkpoint["rng"], generator)
+    return checkpoint
+
+
+def _load_variant(skip: str):
+    def load(path, model, optimizer, scheduler, generator, map_location="cpu"):
+        checkpoint = torch.load(path, map_location=map_location, weights_only=skip != "weights_only")
+        model.load_state_dict(checkpoint["model"])
+        if skip != "optimizer":
+            optimizer.load_state_dict(checkpoint["optimizer"])
+        if skip != "scheduler":
+            scheduler.load_state_dict(checkpoint["scheduler"])
+        if skip != "rng":
+            restore_rng_state(checkpoint["rng"], None if skip == "generator" else generator)
+        return checkpoint
+    return load
+
+
+def _load_case(seed: int, epochs_done: int):
+    def factory():
+        _install_hook()
+        path = _case_dir() / "checkpoint.pt"
+        run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
+        train(run, epochs_done)
+        save_checkpoint(path, run.model, run.optimizer, run.scheduler, epoch=run.epoch, step=run.step,
+                        best_metric=0.5, generator=run.generator)
+        _CASE_INFO[str(path)] = (seed, epochs_done)
+        fresh = _fresh_run(seed)
+        return (path, fresh.model, fresh.optimizer, fresh.scheduler, fresh.generator), {"map_location": "cpu"}
+    return factory
+
+
+def _remember_candidate(candidate: Callable[..., Any]) -> None:
+    _CANDIDATE["load"] = candidate
+    return None
+
+
+def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
+    path = Path(args[0])
+    saved = torch.load(path, weights_only=True)
+    if not isinstance(out, dict):
+        return "return", f"expected the checkpoint dict (what torch.load returned), found {describe(out)}"
+    if out.get("epoch") != saved["epoch"] or out.get("step") != saved["step"]:
+        return "return", (f"expected the returned dict to say epoch {saved['epoch']}, step {saved['step']}; "
+                          f"found epoch {out.get('epoch')!r}, step {out.get('step')!r}")
+    seed, done = _CASE_INFO[str(path)]
+    run = _fresh_run(seed)
+    record: list[str] = []
+    _FIND_CLASS.append(record)
+    try:  # run the learner's loader again on fresh objects, then look at everything at once
+        _CANDIDATE["load"](path, run.model, run.optimizer, run.scheduler, run.generator, map_location="cpu")
+    finally:
+        _FIND_CLASS.remove(record)
+    rng_now = capture_rng_state(run.generator)
+    if record:
+        example = next((name for name in record if name.startswith("torch.")), record[0])
+        return "weights_only", (f"your loader unpickled the file with weights_only=False (it looked up "
+                                f"{example} through the full pickle machinery, which can run any code)")
+    if not _same(run.model.state_dict(), saved["model"]):
+        return "model", "after loading, the model's weights are not the checkpoint's"
+    if not _same(run.optimizer.state_dict(), saved["optimizer"]):
+        have = len(run.optimizer.state_dict()["state"])
+        return "optimizer", (f"after loading, the optimizer holds state for {have} of "
+                             f"{len(saved['optimizer']['state'])} parameters (Adam's exp_avg/exp_avg_sq "
+                             f"were not restored)")
+    if not _same(run.scheduler.state_dict(), saved["scheduler"]):
+        return "scheduler", (f"after loading, scheduler.last_epoch is {run.scheduler.last_epoch}; the "
+                             f"checkpoint says {saved['scheduler']['last_epoch']}")
+    for key in ("torch", "numpy", "python"):
+        if not _same(rng_now[key], saved["rng"][key]):
+            return "rng", f"after loading, the global {key} random state is not the one in the checkpoint"
+    if not _same(rng_now["generator"], saved["rng"]["generator"]):
+        return "generator", "after loading, the DataLoader's generator is not in the checkpoint's state"
+    train(run, TOTAL_EPOCHS - done)
+    diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
+    if diff != 0:
+        return "resume", (f"training on after your load does not reproduce the uninterrupted run "
+                          f"(largest parameter difference {diff:.3g})")
+    return "ok", None
+
+
+def _load_verify(out, ref, args, kwargs):
+    code, problem = _load_problem(out, args)
+    _LAST[("load", str(args[0]))] = code
+    return problem
+
+
+register(Exercise(
+    "08.load_checkpoint",
+    "load_checkpoint(path, model, optimizer, scheduler, generator, map_location='cpu') loads the file "
+    "with torch.load(..., map_location=map_location, weights_only=True), restores the model, optimizer, "
+    "scheduler and restore_rng_state(checkpoint['rng'], generator), and returns the checkpoint dict.",
+    load_checkpoint_reference,
+    [_load_case(0, 2), _load_case(3, 1), _load_case(4, 2)],
+    _load_verify,
+    [
+        Mistake("optimizer state missing (never loaded)",
+                "call optimizer.load_state_dict(checkpoint['optimizer']); a fresh Adam starts with "
+                "zero moments and the loss jumps.",
+                _load_variant("optimizer"), detect=_code_is("load", "optimizer")),
+        Mistake("scheduler missing (never loaded)",
+                "call scheduler.load_state_dict(checkpoint['scheduler']) so the LR schedule continues.",
+                _load_variant("scheduler"), detect=_code_is("load", "scheduler")),
+        Mistake("RNG state missing (not restored)",
+                "call restore_rng_state(checkpoint['rng'], generator): dropout, augmentation and "
+                "shuffling must continue from the saved random state.",
+                _load_variant("rng"), detect=_code_is("load", "rng")),
+        Mistake("RNG state missing for the DataLoader generator",
+                "pass the generator: restore_rng_state(checkpoint['rng'], generator); it decides the "
+                "batch order.",
+                _load_variant("generator"), detect=_code_is("load", "generator")),
+        Mistake("weights_only=False (unsafe load)",
+                "use torch.load(path, map_location=map_location, weights_only=True): a full pickle can "
+                "run arbitrary code, and a checkpoint of state_dicts never needs it.",
+                _load_variant("weights_only"), detect=_code_is("load", "weights_only")),
+    ],
+    inspect=_remember_candidate,
+))
+
+
+# --- 08.latest_checkpoint -------------------------------------------------------------------------
+# The finished epoch-<n>.pt with the highest n, compared as a number.
+
+_EPOCH_FILE = re.compile(r"epoch-(\d+)\.pt")
+
+
+def latest_checkpoint_reference(folder):
+    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return max(found)[1] if found else None
+
+
+def _latest_text_sort(folder):
+    return sorted(Path(folder).glob("epoch-*.pt"))[-1]
+
+
+def _latest_any_file(folder):
+    found = [(int(re.search(r"\d+", p.name).group()), p) for p in Path(folder).iterdir()
+             if re.search(r"\d+", p.name)]
+    return max(found)[1]
+
+
+def _latest_mtime(folder):
+    return max(Path(folder).glob("epoch-*.pt"), key=lambda p: p.stat().st_mtime)
+
+
+def _latest_case(files: list[tuple[str, int]]):
+    """files: (name, mtime offset in seconds); names containing 'tmp' get truncated bytes."""
+    def factory():
+        folder = _case_dir()
+        base = 1_700_000_000
+        for name, offset in files:
+            target = folder / name
+            if "tmp" in name:
+                target.write_bytes(b"PK\x03\x04 truncated")
+            elif name.endswith(".pt"):
+                torch.save({"epoch": int(re.sub(r"\D", "", name) or 0)}, target)
+            else:
+                target.write_text("notes\n")
+            os.utime(target, (base + offset, base + offset))
+        return (folder,), {}
+    return factory
+
+
+def _latest_verify(out, ref, args, kwargs):
+    if not isinstance(out, (str, os.PathLike)):
+        return f"expected a Path, found {describe(out)}"
+    folder = Path(args[0]).resolve()
+    out = Path(out) if Path(out).is_absolute() else folder / out
+    if out.resolve().parent != folder:
+        return f"expected a file in the folder you were given, found {out}"
+    if out.name != ref.name:
+        return f"expected {ref.name}, found {out.name}"
+    return None
+
+
+register(Exercise(
+    "08.latest_checkpoint",
+    "latest_checkpoint(folder) returns the Path of the finished checkpoint named epoch-<n>.pt with the "
+    "highest n (n compared as a number); temp files, best.pt and other files are ignored.",
+    latest_checkpoint_reference,
+    [_latest_case([("epoch-1.pt", 1), ("epoch-2.pt", 2), ("epoch-3.pt", 3)]),
+     _latest_case([("epoch-8.pt", 1), ("epoch-9.pt", 2), ("epoch-10.pt", 3), ("epoch-11.pt", 4),
+                   ("best.pt", 5), ("notes.txt", 6)]),
+     _latest_case([("epoch-9.pt", 1), ("epoch-10.pt", 2), ("epoch-11.pt.tmp", 3),
+                   (".epoch-12.pt.k3x9.tmp", 4)]),
+     _latest_case([("epoch-5.pt", 1), ("epoch-3.pt", 2), ("epoch-4.pt", 5), ("best.pt", 3)])],
+    _latest_verify,
+    [
+        Mistake("sorts the numbers as text (epoch-9 after epoch-10)",
+                "as text '9' > '10'; parse the number: int(re.fullmatch(r'epoch-(\\d+)\\.pt', name).group(1)).",
+                _latest_text_sort),
+        Mistake("picks up a temp/partial file",
+                "only names that are exactly epoch-<n>.pt count; a file ending in .tmp is a save that "
+                "never finished (use re.fullmatch, not a prefix test).",
+                _latest_any_file),
+        Mistake("uses modification time",
+                "copying or touching files changes mtimes; the step number in the name is the truth.",
+                _latest_mtime),
+    ],
+))
+
+
+# --- 08.clean_state_dict --------------------------------------------------------------------------
+# Strip the 'module.' and '_orig_mod.' wrapper prefixes from state_dict keys.
+
+_PREFIXES = ("module.", "_orig_mod.")
+
+
+def clean_state_dict_reference(state_dict):
+    cleaned = OrderedDict()
+    for key, value in state_dict.items():
+        while key.startswith(_PREFIXES):
+            key = key.removeprefix("module.").removeprefix("_orig_mod.")
+        cleaned[key] = value
+    return cleaned
+
+
+def _clean_replace(state_dict):
+    return OrderedDict((k.replace("module.", "").replace("_orig_mod.", ""), v) for k, v in state_dict.items())
+
+
+def _clean_module_only(state_dict):
+    return OrderedDict((k.removeprefix("module."), v) for k, v in state_dict.items())
+
+
+def _clean_once(state_dict):
+    return OrderedDict((k.removeprefix("module.").removeprefix("_orig_mod."), v) for k, v in state_dict.items())
+
+
+def _clean_in_place(state_dict):
+    for key in list(state_dict):
+        state_dict[clean_state_dict_reference({key: 0}).popitem()[0]] = state_dict.pop(key)
+    return state_dict
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Linear(3, 2)
+        self.submodule = nn.Linear(2, 1)
+
+
+def _clean_case(prefix: str):
+    def factory():
+        torch.manual_seed(len(prefix))
+        sd = _Block().state_dict()
+        wrapped = OrderedDict((prefix + k, v) for k, v in sd.items())
+        wrapped.original_keys = tuple(wrapped)  # to spot in-place changes
+        return (wrapped,), {}
+    return factory
+
+
+def _clean_verify(out, ref, args, kwargs):
+    (given,) = args
+    if not isinstance(out, dict):
+        return f"expected a dict, found {describe(out)}"
+    if list(out) != list(ref):
+        return f"expected keys {list(ref)}, found {list(out)}"
+    for key in ref:
+        if not (isinstance(out[key], torch.Tensor) and torch.equal(out[key], ref[key])):
+            return f"the value of {key!r} is not the original tensor"
+    if tuple(given) != given.original_keys:
+        return "your function changed the caller's state_dict; build and return a new dict"
+    return None
+
+
+register(Exercise(
+    "08.clean_state_dict",
+    "clean_state_dict(state_dict) returns a NEW dict with the wrapper prefixes 'module.' "
+    "(DataParallel/DDP) and '_orig_mod.' (torch.compile) removed from the START of each key, "
+    "repeatedly, in any order; values and order unchanged.",
+    clean_state_dict_reference,
+    [_clean_case("module."), _clean_case(""), _clean_case("_orig_mod."),
+     _clean_case("_orig_mod.module."), _clean_case("module._orig_mod.")],
+    _clean_verify,
+    [
+        Mistake("replaces the prefix anywhere in the key",
+                "key.replace('module.', '') also edits 'submodule.weight'; strip from the start only "
+                "(key.removeprefix or key[len(prefix):] after key.startswith(prefix)).",
+                _clean_replace),
+        Mistake("only strips 'module.' (torch.compile's '_orig_mod.' stays)",
+                "a compiled model's keys start with '_orig_mod.'; strip both prefixes.",
+                _clean_module_only),
+        Mistake("strips only one layer of wrappers",
+                "a compiled DDP model has '_orig_mod.module.' (or the reverse); strip in a loop "
+                "until no prefix is left.",
+                _clean_once),
+        Mistake("changes the caller's dict in place",
+                "build a new OrderedDict instead of popping and re-inserting keys in the one you got.",
+                _clean_in_place),
+    ],
+))
