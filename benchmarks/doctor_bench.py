@@ -18,8 +18,9 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -27,7 +28,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course_utils.doctor import diagnose  # noqa: E402
+from course_utils.doctor import diagnose  # noqa: E402 (after the sys.path line)
 
 
 def _g(seed: int) -> torch.Generator:
@@ -120,25 +121,25 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "## Training doctor: time per diagnosis",
         "",
-        f"`benchmarks/doctor_bench.py`: {args.repeats} runs per case, torch {torch.__version__}, "
-        f"{os.cpu_count()} CPU core(s) visible ({platform.machine()}), 1-minute load average "
-        f"{load_before:.1f} before and {load_after:.1f} after (other processes inflate the times). "
-        "Budget (issue 7): <= 5 s per diagnosis on 2 cores. The one-batch probe trains on 16 samples. "
-        "*CPU s* is the process CPU time of the diagnosis: with one thread it approximates the wall time "
-        "on an idle core (it leaves out the time spent waiting for other processes).",
+        (f"`benchmarks/doctor_bench.py`: {args.repeats} runs per case, torch {torch.__version__}, "
+         f"{os.cpu_count()} CPU core(s) visible ({platform.machine()}), 1-minute load average "
+         f"{load_before:.1f} before and {load_after:.1f} after (other processes inflate the times). "
+         "Budget (issue 7): <= 5 s per diagnosis on 2 cores. The one-batch probe trains on 16 samples. "
+         "*CPU s* is the process CPU time of the diagnosis: with one thread it approximates the wall time "
+         "on an idle core (it leaves out the time spent waiting for other processes)."),
         "",
         "| setup | torch threads | findings | one-batch steps run | median s | max s | CPU s (median) |",
         "|---|---|---|---|---|---|---|",
         *[f"| {n} | {t} | {c} | {s} | {m:.2f} | {x:.2f} | {u:.2f} |" for n, t, c, s, m, x, u in rows],
         "",
-        f"Slowest diagnosis: {worst:.2f} s wall ({'within' if worst <= 5 else 'over'} the 5 s budget on this "
-        f"machine at this load); largest CPU time with one thread: {worst_cpu:.2f} s.",
+        (f"Slowest diagnosis: {worst:.2f} s wall ({'within' if worst <= 5 else 'over'} the 5 s budget on this "
+         f"machine at this load); largest CPU time with one thread: {worst_cpu:.2f} s."),
         "",
     ]
     if max(load_before, load_after) > (os.cpu_count() or 1) and any(r[1] > 1 for r in rows):
-        lines[-1:-1] = ["", "The load average was above the number of cores: with more than one torch thread the "
-                        "threads wait for each other on oversubscribed cores (their CPU time grows too), so "
-                        "the multi-thread rows measure that contention more than the doctor."]
+        lines[-1:-1] = ["", ("The load average was above the number of cores: with more than one torch thread "
+                             "the threads wait for each other on oversubscribed cores (their CPU time grows "
+                             "too), so the multi-thread rows measure that contention more than the doctor.")]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))
     print(f"wrote {args.out}")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,8 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.doctor import CODES, Report, diagnose, standard_step
-from course_utils.doctor_report import Finding
+from course_utils.doctor import CODES, Finding, Report, diagnose, standard_step
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -186,6 +186,11 @@ def _broken_eval_mode() -> Setup:
     return _setup(model, nn.CrossEntropyLoss(), _adam, _classes())
 
 
+def _broken_optimizer_over_one_layer() -> Setup:
+    model = _mlp()
+    return model, nn.CrossEntropyLoss(), _adam(model[2].parameters()), _classes(), None
+
+
 def _broken_head_replaced() -> Setup:
     model = _mlp()
     optimizer = _adam(model.parameters())
@@ -206,8 +211,7 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
     "sigmoid before BCEWithLogitsLoss": ("SOFTMAX_BEFORE_CE", lambda: _setup(
         nn.Sequential(_mlp(c=1), nn.Sigmoid()), nn.BCEWithLogitsLoss(), _adam,
         (_classes()[0], (_classes()[1] % 2).float()[:, None]))),
-    "optimizer over one layer": ("PARAM_NOT_IN_OPTIMIZER", lambda: (
-        lambda m: (m, nn.CrossEntropyLoss(), _adam(m[2].parameters()), _classes(), None))(_mlp())),
+    "optimizer over one layer": ("PARAM_NOT_IN_OPTIMIZER", _broken_optimizer_over_one_layer),
     "head replaced after optimizer": ("PARAM_NOT_IN_OPTIMIZER", _broken_head_replaced),
     "detach inside forward": ("NO_GRAD_FLOW", lambda: _setup(_Detached(), nn.CrossEntropyLoss(), _adam, _classes())),
     "zero_grad between backward and step": ("NO_GRAD_FLOW", lambda: _setup(

@@ -13,7 +13,7 @@ the classic troubleshooting table and the "loss will not go down" checklist into
 3. overfitting the batch's first 16 samples for up to ``max_steps`` steps: does the loss fall,
    or diverge? (With lr x10 or x0.1 as a second opinion.)
 
-Codes are stable strings (:data:`CODES`); ``Report.codes`` is their set.
+Codes are stable strings (:data:`.report.CODES`); ``Report.codes`` is their set.
 
 Example:
     >>> import torch
@@ -37,17 +37,18 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
-from course_utils.doctor_analysis import divergence, overfit_findings, step_findings
-from course_utils.doctor_checks import device_findings, input_findings, leaves, optimizer_findings
-from course_utils.doctor_probes import preserved_state, probe_overfit, probe_step
-from course_utils.doctor_report import CODES, Finding, Report
+from .analysis import divergence, overfit_findings, step_findings
+from .checks import device_findings, input_findings, leaves, optimizer_findings
+from .probes import preserved_state, probe_overfit, probe_step
+from .report import Finding, Report
 
-__all__ = ["CODES", "Finding", "Report", "diagnose", "first_samples", "standard_step", "split_batch"]
+__all__ = ["OVERFIT_SAMPLES", "diagnose", "first_samples", "split_batch", "standard_step"]
 
 #: The one-batch overfitting probe trains on this many samples (fast, and easy to memorise).
 OVERFIT_SAMPLES = 16
@@ -175,8 +176,8 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
     if x is None and isinstance(batch, torch.Tensor):
         x = batch
     found: list[Finding] = []
-    notes = [f"the probes ran {'your train_step' if train_step else 'the standard step'} on copies "
-             "of your model, optimizer and batch."]
+    notes = [(f"the probes ran {'your train_step' if train_step else 'the standard step'} on copies "
+              "of your model, optimizer and batch.")]
     measurements: dict[str, Any] = {}
     with preserved_state():
         found += optimizer_findings(model, optimizer) + device_findings(model, batch, loss_fn)

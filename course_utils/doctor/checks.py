@@ -1,8 +1,8 @@
 """The training doctor's checks on objects and tensors (no training runs here).
 
 Each function looks at something the learner handed to :func:`course_utils.doctor.diagnose`
-(or at what reached the loss during a probe) and returns findings; :mod:`doctor_probes` runs
-the training step, :mod:`doctor` puts everything together.
+(or at what reached the loss during a probe) and returns findings; :mod:`.probes` runs
+the training step, :mod:`.diagnose` puts everything together.
 
 Example:
     >>> import torch
@@ -15,13 +15,14 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.doctor_report import Finding, finding
+from .report import Finding, finding
 
 _CE_LOSSES = (nn.CrossEntropyLoss, nn.NLLLoss)
 _REGRESSION_LOSSES = (nn.MSELoss, nn.L1Loss, nn.HuberLoss, nn.SmoothL1Loss, nn.BCELoss, nn.BCEWithLogitsLoss)

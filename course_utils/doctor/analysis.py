@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from course_utils.doctor_checks import loss_input_findings
-from course_utils.doctor_probes import OverfitRecord, StepRecord
-from course_utils.doctor_report import Finding, finding
+from .checks import loss_input_findings
+from .probes import OverfitRecord, StepRecord
+from .report import Finding, finding
 
 
 def _names(ids: list[int], names: dict[int, str], limit: int = 4) -> str:

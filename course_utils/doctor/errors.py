@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import traceback
 
-from course_utils.doctor_report import Finding, finding
+from .report import Finding, finding
 
 _PATTERNS: list[tuple[str, tuple[str, ...]]] = [
     ("DEVICE_MISMATCH", ("same device", "expected device", "device type", "is on cpu", "is on cuda")),
@@ -41,21 +41,21 @@ def classify_exception(exc: BaseException, context: str = "") -> Finding:
     code = next((c for c, keys in _PATTERNS if any(k in str(exc) for k in keys)), "STEP_FAILED")
     why_fix = {
         "DEVICE_MISMATCH": ("every tensor in one operation must be on the same device.",
-                            "move the model and every batch to one `device` (model.to(device), "
-                            "x.to(device), y.to(device))."),
+                            ("move the model and every batch to one `device` (model.to(device), "
+                             "x.to(device), y.to(device)).")),
         "LABEL_OUT_OF_RANGE": ("labels index the model's scores, so each must be in 0..C-1.",
                                "map labels to 0..C-1 or give the last layer one output per class."),
-        "NO_GRAD_FLOW": ("the loss is not connected to any trainable parameter, so backward() has "
-                         "nothing to differentiate.",
-                         "compute the loss from the model's output with tensor operations only: no "
-                         ".item(), .detach(), .numpy(), torch.tensor(...) re-wrapping or torch.no_grad() "
-                         "between the model and loss.backward()."),
-        "DTYPE_MISMATCH": ("inputs must match the weights' dtype (usually float32) and class labels "
-                           "must be int64.",
-                           "convert the data once, e.g. x = x.float() (images: x.float() / 255) and "
-                           "y = y.long()."),
+        "NO_GRAD_FLOW": (("the loss is not connected to any trainable parameter, so backward() has "
+                          "nothing to differentiate."),
+                         ("compute the loss from the model's output with tensor operations only: no "
+                          ".item(), .detach(), .numpy(), torch.tensor(...) re-wrapping or torch.no_grad() "
+                          "between the model and loss.backward().")),
+        "DTYPE_MISMATCH": (("inputs must match the weights' dtype (usually float32) and class labels "
+                            "must be int64."),
+                           ("convert the data once, e.g. x = x.float() (images: x.float() / 255) and "
+                            "y = y.long().")),
         "STEP_FAILED": ("the other checks cannot run until one training step succeeds.",
-                        "run your step once outside diagnose() and read the full traceback; print the "
-                        "shapes and dtypes of x, the model output and y."),
+                        ("run your step once outside diagnose() and read the full traceback; print the "
+                         "shapes and dtypes of x, the model output and y.")),
     }[code]
     return finding(code, "error", raised.strip(), *why_fix)

@@ -27,18 +27,19 @@ import math
 import random
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
-from course_utils.doctor_checks import label_finding, leaves
-from course_utils.doctor_errors import classify_exception
-from course_utils.doctor_report import Finding
+from .checks import label_finding, leaves
+from .errors import classify_exception
+from .report import Finding
 
 SEED = 0
 #: Layers whose behaviour depends on model.train() / model.eval().
@@ -84,7 +85,7 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
     """Deep copies of all four, sharing one memo so the optimizer points at the copied params."""
     try:
         model_c, opt_c, batch_c, loss_c = copy.deepcopy((model, optimizer, batch, loss_fn))
-    except Exception as exc:  # e.g. an attribute that cannot be copied (open file, lock)
+    except Exception as exc:  # noqa: BLE001 -- e.g. an attribute that cannot be copied (open file, lock)
         raise TypeError(f"diagnose() runs its probes on deep copies of model, optimizer, batch and "
                         f"loss_fn, but copying failed with {type(exc).__name__}: {exc}. Keep "
                         f"non-copyable objects (files, loaders, locks) out of the model.") from None
@@ -237,7 +238,7 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
                 record.returned = type(out).__name__
     except ProbeAbort as abort:
         record.error = abort.finding
-    except Exception as exc:  # the learner's step failed: explain it instead of raising
+    except Exception as exc:  # noqa: BLE001 -- the learner's step failed: explain it instead of raising
         record.error = classify_exception(exc, context)
     finally:
         instruments.remove()
@@ -288,7 +289,7 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
                 break
     except ProbeAbort as abort:
         record.error = abort.finding
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- as in probe_step: report the step's error, do not raise
         record.error = classify_exception(exc)
     finally:
         handle.remove()
