@@ -11,7 +11,8 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab test unit notebooks bench clean
+.PHONY: lab test lint unit notebooks bench clean
+LINTED := course_utils tools tests benchmarks lessons conftest.py
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,17 +24,21 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab $(ROOT_ARGS) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb $(LAB_ARGS)
 
-# Unit + doctests, then every notebook in notebooks/ and solutions/ re-executed and compared.
+# Lint, then unit + doctests, then every notebook in notebooks/ and solutions/ re-executed and compared.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadscope $(NBVAL) tests course_utils notebooks solutions $(PYTEST_ARGS)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/python -m pytest -n 2 --dist loadscope $(NBVAL) tests course_utils tools notebooks solutions $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINTED)
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -n 2 tests course_utils $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 tests course_utils tools $(PYTEST_ARGS)
 
-# Contributors: regenerate learner notebooks from solutions/ and re-execute them in place.
-# `make notebooks NB=01` limits it to one notebook (both versions).
+# Contributors: generate solutions/ and notebooks/ from lessons/ and execute them.
+# `make notebooks NB=01` limits it to one lesson (both notebooks).
 notebooks: $(STAMP)
-	$(BIN)/python -m course_utils.authoring all $(NB)
+	$(BIN)/python -m tools.authoring build $(NB)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_notebooks.py

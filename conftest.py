@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.authoring import kernel_env
+from course_utils.netguard import kernel_env
 
 ROOT = Path(__file__).resolve().parent
 

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/run_notebooks.py --only 03  # a subset: prints the table, writes nothing
 
 Each notebook runs top to bottom in a fresh ``python3`` kernel (nbclient, the environment of
-``course_utils.authoring.kernel_env``: fixed hash seed, network guard), exactly as
+``course_utils.netguard.kernel_env``: fixed hash seed, network guard), exactly as
 ``make notebooks`` executes it, but nothing is written back. Measured per notebook:
 
 * seconds: wall time from kernel start to the end of the last cell (kernel start and the
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import nbformat
 
-    from course_utils.authoring import kernel_env
+    from course_utils.netguard import kernel_env
 
     os.environ.update(kernel_env())
     paths = notebooks(args.only)

@@ -1,6 +1,6 @@
 """Auto-checked exercises: ``check(exercise_id, candidate)`` and the checker framework.
 
-Every exercise lives in ``course_utils/checks/nbNN.py`` or the package ``nbNN/``
+Every exercise lives in ``course_utils/checks/nbNN.py`` (one module per lesson, in notebook order)
 (NN = notebook number) and is registered with :func:`register`. An exercise has
 
 * a **reference** implementation (the solution),

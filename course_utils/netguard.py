@@ -3,7 +3,8 @@
 ``install()`` wraps ``socket.socket.connect``/``connect_ex`` and ``socket.getaddrinfo``
 so that any attempt to reach something other than this machine raises
 :class:`NetworkBlockedError` (and is appended to ``$COURSE_NETGUARD_LOG`` when set).
-The test and authoring kernels install it at start-up (see ``authoring.kernel_env``).
+Every kernel that executes a notebook for the course's tooling (tests, ``make notebooks``,
+benchmarks) installs it at start-up: :func:`kernel_env` gives that kernel's environment.
 
 Example:
     >>> is_local("127.0.0.1"), is_local("::1"), is_local("localhost"), is_local("8.8.8.8")
@@ -15,6 +16,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import tempfile
+from pathlib import Path
 from typing import Any
 
 _ORIGINAL: dict[str, Any] = {}
@@ -94,3 +97,26 @@ def uninstall() -> None:
     socket.socket.connect_ex = _ORIGINAL["connect_ex"]  # type: ignore[method-assign]
     socket.getaddrinfo = _ORIGINAL["getaddrinfo"]  # type: ignore[assignment]
     _ORIGINAL.clear()
+
+
+def kernel_env(ipython_dir: Path | None = None) -> dict[str, str]:
+    """Environment variables for every kernel that executes a notebook (tests, authoring, benchmarks).
+
+    The IPython dir holds a startup file that calls :func:`install`, so any attempt to reach a
+    non-local address fails the cell. The hash seed is fixed and progress bars refresh rarely,
+    so saved outputs do not depend on the run.
+    """
+    if ipython_dir is None:
+        ipython_dir = Path(tempfile.mkdtemp(prefix="course-ipython-"))
+    startup = ipython_dir / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-netguard.py").write_text(
+        "import course_utils.netguard as _ng\n_ng.install()\ndel _ng\n")
+    return {
+        "IPYTHONDIR": str(ipython_dir),
+        "PYTHONHASHSEED": "0",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "TQDM_MININTERVAL": "1000",
+        "COURSE_NETGUARD": "1",
+    }

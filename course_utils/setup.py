@@ -63,10 +63,9 @@ def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, An
 
 def _plot_defaults() -> None:
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError:  # plots are optional outside notebooks
         return
-    import matplotlib.pyplot as plt
 
     plt.rcParams.update({
         "figure.figsize": (5.5, 3.2),

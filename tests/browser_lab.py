@@ -1,7 +1,7 @@
 """Drive JupyterLab in headless chromium: the machinery behind ``tests/test_browser.py``.
 
 * :class:`LabServer` starts ``jupyter lab`` on a free localhost port (empty token, fresh
-  workspaces/settings/config dirs, kernels get :func:`course_utils.authoring.kernel_env`)
+  workspaces/settings/config dirs, kernels get :func:`course_utils.netguard.kernel_env`)
   over a folder of notebook copies, and stops it with all its kernels.
 * :func:`expectations` reads what the committed ``.ipynb`` promises: which cells may show an
   error (``raises-exception`` / ``stderr-is-the-lesson`` tags) and how many widgets each cell
@@ -187,7 +187,7 @@ class LabServer:
         ]
 
     def _environment(self) -> dict[str, str]:
-        from course_utils.authoring import kernel_env
+        from course_utils.netguard import kernel_env
 
         env = dict(os.environ)
         env.update(kernel_env(self.workdir / "ipython"))

@@ -1,12 +1,16 @@
-"""Learner-notebook generation and the executing environment."""
+"""Lesson -> notebook generation, the scrubbing of machine state, and the executing environment."""
 
 from __future__ import annotations
+
+import copy
 
 import nbformat
 import pytest
 
-from course_utils import authoring
-from course_utils.authoring import AuthoringError, learner_notebook, learner_source
+from course_utils.netguard import kernel_env
+from tools import authoring
+from tools.authoring import (AuthoringError, learner_notebook, learner_source, lesson_text, scrub_outputs,
+                             solution_notebook, sync_problems)
 
 
 def test_stub_block_replaces_solution() -> None:
@@ -44,21 +48,70 @@ def test_learner_notebook_clears_only_changed_cells() -> None:
     assert nb.cells[1].source.startswith("### BEGIN")  # input untouched
 
 
-def test_generate_leaves_matching_notebooks_alone(tmp_path, monkeypatch) -> None:
-    sol, learn = tmp_path / "solutions", tmp_path / "notebooks"
-    sol.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "### BEGIN SOLUTION\nx = 1\n### END SOLUTION")])
-    nbformat.write(nb, sol / "07_demo.ipynb")
-    monkeypatch.setattr(authoring, "SOLUTIONS", sol)
-    monkeypatch.setattr(authoring, "NOTEBOOKS", learn)
-    assert [p.name for p in authoring.generate()] == ["07_demo.ipynb"]
-    assert authoring.generate() == []  # second run: nothing to write
-    assert "NotImplementedError" in (learn / "07_demo.ipynb").read_text()
+LESSON = '''# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · Demo
+#
+# Text with a blank line above.
+
+# %% tags=["raises-exception"]
+def double(x):
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION
+'''
+
+
+def test_lesson_round_trip_and_generated_notebooks(tmp_path) -> None:
+    lesson = tmp_path / "07_demo.py"
+    lesson.write_text(LESSON)
+    nb = solution_notebook(lesson)
+    assert [c.cell_type for c in nb.cells] == ["markdown", "code"]
+    assert nb.cells[1].metadata["tags"] == ["raises-exception"] and "id" not in nb.cells[1]
+    assert nb.metadata["course"]["generated_from"] == "lessons/07_demo.py"
+    assert nb.metadata["kernelspec"]["display_name"] == "Python 3 (ipykernel)"
+    nbformat.validate(nb)
+    assert lesson_text(nb) == LESSON  # the text format loses nothing
+    written = authoring.build(lesson, tmp_path / "solutions", tmp_path / "notebooks", run=False)
+    assert [p.parent.name for p in written] == ["solutions", "notebooks"]
+    assert "NotImplementedError" in (tmp_path / "notebooks" / "07_demo.ipynb").read_text()
+    assert sync_problems(lesson, tmp_path / "solutions", tmp_path / "notebooks") == []
+    lesson.write_text(LESSON.replace("2 * x", "3 * x"))
+    problems = sync_problems(lesson, tmp_path / "solutions", tmp_path / "notebooks")
+    assert problems == ["solutions/07_demo.ipynb: cell 1 source differs from lessons/07_demo.py"]
+
+
+def test_scrub_outputs_removes_machine_state() -> None:
+    import sysconfig
+
+    site = sysconfig.get_paths()["purelib"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="<Node object at 0x7f00deadbeef>\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="same stream\n"),
+        nbformat.v4.new_output("error", ename="E", evalue="e", traceback=[f"File {site}/torch/x.py:3"]),
+        nbformat.v4.new_output("display_data", data={
+            "text/plain": "VBox()", authoring.WIDGET_MIME: {"model_id": "random", "version_major": 2}}),
+    ])])
+    nb.metadata["widgets"] = {"state": {}}
+    again = scrub_outputs(copy.deepcopy(nb), "solutions/07_demo.ipynb")
+    out = scrub_outputs(nb, "solutions/07_demo.ipynb")
+    outputs = out.cells[0].outputs
+    assert outputs[0].text == "<Node object at 0x…>\nsame stream\n"  # merged by nbconvert
+    assert outputs[1].traceback == ["File <site-packages>/torch/x.py:3"]
+    model_id = outputs[2].data[authoring.WIDGET_MIME]["model_id"]
+    assert model_id != "random" and len(model_id) == 32 and "widgets" not in out.metadata
+    assert again.cells[0].outputs[2].data[authoring.WIDGET_MIME]["model_id"] == model_id  # stable
 
 
 def test_kernel_env_installs_netguard(tmp_path) -> None:
-    env = authoring.kernel_env(tmp_path)
+    env = kernel_env(tmp_path)
     startup = tmp_path / "profile_default" / "startup" / "00-netguard.py"
     assert env["IPYTHONDIR"] == str(tmp_path) and "netguard" in startup.read_text()
     assert env["PYTHONHASHSEED"] == "0"

@@ -82,7 +82,7 @@ def test_executed_in_order_without_errors(path: Path) -> None:
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
 def test_cell_style(path: Path) -> None:
     for index, cell in enumerate(_code(_read(path))):
-        lines = [l for l in cell.source.rstrip().splitlines() if l.strip()]
+        lines = [line for line in cell.source.rstrip().splitlines() if line.strip()]
         if not lines:
             pytest.fail(f"code cell {index} is empty")
         last = lines[-1].rstrip()

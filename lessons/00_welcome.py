@@ -1,0 +1,281 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Welcome: PyTorch from the inside
+#
+# This course looks at PyTorch the way you will meet it in real projects: every mechanism is run
+# live, every classic pitfall is reproduced (you will see the wrong number or the real error
+# message) and then fixed, and every exercise is checked by code that tells you *which* mistake you
+# made. Everything runs on a CPU-only laptop, offline, in seconds per notebook.
+#
+# ## You will learn (≈ 20 min)
+#
+# 1. Check your environment: versions, device, threads, and why the course fixes them.
+# 2. How exercises and their checkers work: `[OK]`, `[FAIL]` with a hint, `[TODO]`.
+# 3. What "dynamic graph" means in practice: ordinary Python `if`/`while` inside `forward`,
+#    so the input can decide how deep the network is.
+# 4. How to debug inside `forward` with `print` (and `breakpoint()`), because it is just Python.
+#
+# **How the course is laid out.** `notebooks/` holds the versions you work in; `solutions/` holds
+# the same notebooks with every exercise solved. Try an exercise yourself first, run its check, and
+# only then compare with `solutions/`.
+
+# %%
+from course_utils.setup import setup
+
+info = setup(seed=0)
+
+# %% [markdown]
+# ## 1. Environment check
+#
+# `setup()` seeds every random number generator (Python, NumPy, PyTorch), fixes PyTorch to one
+# thread, and sets the print precision. Fixing the thread count matters more than it looks: a
+# floating-point sum computed by 1 thread and by 8 threads adds the numbers in a different order,
+# and the last digits differ (notebook 09 shows it). With one thread, anyone with the same kind of
+# hardware and the same PyTorch build gets the numbers printed here, to the digits shown; another
+# CPU or math library may take a different code path and change the last digits.
+#
+# Every notebook picks its device the same way: CUDA if there is an NVIDIA GPU, else Apple's MPS,
+# else the CPU. Code written against a `device` variable runs unchanged on all three.
+
+# %%
+import torch
+from course_utils.devices import describe, pick_device
+
+device = pick_device()
+print("device:", describe(device))
+print("torch threads:", torch.get_num_threads())
+print("CUDA available:", torch.cuda.is_available())
+
+# %% [markdown]
+# ## 2. How exercises work
+#
+# An exercise asks you to write a small function. Its check runs your function **on fresh inputs
+# it makes itself** (not only the example in the notebook) and compares the result with a
+# reference solution. You get one of three answers:
+#
+# - `[OK]` — correct on every test case;
+# - `[FAIL]` — what was expected and what your function produced; when your answer matches a
+#   typical mistake, a hint names that mistake;
+# - `[TODO]` — you have not replaced the placeholder yet.
+#
+# Here is what a typical mistake looks like to the checker. The task is "return a *new* tensor equal
+# to `2 * x`"; this attempt doubles `x` in place, which silently changes the caller's data:
+
+# %%
+from course_utils.exercises import check
+
+
+def double_in_place(x):
+    x.mul_(2)  # the trailing underscore means "in place": x itself is overwritten
+    return x
+
+
+check("00.double", double_in_place)
+
+
+# %% [markdown]
+# ### Exercise 1 — `double`
+#
+# Write `double(x)` so that it returns a new tensor equal to `2 * x` and leaves `x` untouched.
+
+# %%
+def double(x: torch.Tensor) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION
+
+
+# %%
+check("00.double", double)
+
+
+# %% [markdown]
+# ## 3. The dynamic graph: the graph is whatever your code did
+#
+# PyTorch records operations **as they run** ("define by run"). There is no separate graph-building
+# step: the autograd graph of a result is simply the list of operations that produced it this time.
+# So ordinary Python control flow decides the graph. Below, the sign of the input picks the branch,
+# and the recorded graph changes with it. `y.grad_fn` is the node `backward()` visits first (the
+# *last* operation of the forward: here the `sum`, in both branches); its `next_functions` lead back
+# to the operation before it, the one the branch chose.
+
+# %%
+def branchy(x: torch.Tensor) -> torch.Tensor:
+    if x.sum() > 0:
+        return (x * 3).sum()
+    return (x ** 2).sum()
+
+
+for values in ([1.0, 2.0], [-1.0, -2.0]):
+    x = torch.tensor(values, requires_grad=True)
+    y = branchy(x)
+    y.backward()
+    print(f"x={values}: took the {'x*3' if sum(values) > 0 else 'x**2'} branch, "
+          f"graph: {type(y.grad_fn).__name__} <- {type(y.grad_fn.next_functions[0][0]).__name__}, "
+          f"dy/dx={x.grad.tolist()}")
+
+# %% [markdown]
+# The same idea scales to whole networks. `ShrinkNet` below applies one layer *while* the
+# activation is still large, so its depth is decided by the input at run time. A static-graph
+# framework would need special loop operators for this; here it is a `while` loop, and
+# backpropagation goes through exactly the steps that were taken.
+
+# %%
+from torch import nn
+
+
+class ShrinkNet(nn.Module):
+    def __init__(self, max_steps: int = 20):
+        super().__init__()
+        self.scale = nn.Parameter(torch.tensor(0.5))
+        self.max_steps = max_steps
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        steps = 0
+        while x.norm() > 1.0 and steps < self.max_steps:  # plain Python decides the depth
+            x = self.scale * x
+            steps += 1
+        return x, steps
+
+
+net = ShrinkNet()
+for norm in (3.0, 20.0, 100.0):
+    x = torch.full((4,), norm / 2)  # four equal entries: the norm is 2 * entry
+    out, steps = net(x)
+    out.sum().backward()
+    print(f"input norm {norm:6.1f}: {steps} layer applications, "
+          f"d(out)/d(scale) = {net.scale.grad.item():.4f}")
+    net.scale.grad = None
+
+# %% [markdown]
+# The gradient with respect to `scale` depends on how many times `scale` was used: with `k`
+# applications the output is `scale**k * x`, so its derivative is `k * scale**(k-1) * sum(x)`.
+# Autograd got that right for every depth without being told the depth in advance.
+#
+# Explore it: move the sliders to change the input's norm and the layer's factor, and watch the
+# depth change. (If the sliders do not show, e.g. on GitHub, the static picture below tells the
+# same story.)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from course_utils.widgets.dynamic_depth import depth_explorer, norm_trajectory
+
+explorer = depth_explorer()
+assert len(norm_trajectory(1000.0)) > len(norm_trajectory(5.0)) > len(norm_trajectory(0.5)) == 1
+explorer
+
+# %%
+import matplotlib.pyplot as plt
+
+depth_explorer(static=True)
+plt.show()
+
+
+# %% [markdown]
+# ### Exercise 2 — a loop whose length the input decides
+#
+# Write `shrink_until_small(x, layer, max_steps)`: apply `layer` to `x` **while** `x.norm() > 1`,
+# at most `max_steps` times, and return `(x, number_of_applications)`. An input that is already
+# small must come back unchanged with 0 applications.
+
+# %%
+def shrink_until_small(x: torch.Tensor, layer: nn.Module, max_steps: int = 10):
+    ### BEGIN SOLUTION
+    steps = 0
+    while x.norm() > 1.0 and steps < max_steps:
+        x = layer(x)
+        steps += 1
+    return x, steps
+    ### END SOLUTION
+
+
+# %%
+check("00.shrink_until_small", shrink_until_small)
+
+
+# %% [markdown]
+# ## 4. Debugging inside `forward`
+#
+# Because `forward` is ordinary Python, you debug it like ordinary Python: put a `print` in it, or
+# a `breakpoint()` to stop there and inspect tensors interactively (`p x.shape`, `c` to continue).
+# The model below has a wiring mistake; the shapes printed *before* the crash tell us which layer
+# is wrong without reading the whole traceback.
+
+# %%
+class Classifier(nn.Module):
+    def __init__(self, debug: bool = False):
+        super().__init__()
+        self.debug = debug
+        self.body = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(12, 3))  # 16 != 12
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for index, layer in enumerate(self.body):
+            if self.debug:
+                print(f"layer {index} {layer.__class__.__name__:6s} input {tuple(x.shape)}")
+            # breakpoint()  # uncomment to stop here and inspect x interactively
+            x = layer(x)
+        return x
+
+
+# %% tags=["raises-exception"]
+Classifier(debug=True)(torch.randn(5, 8))
+
+
+# %% [markdown]
+# Layer 2 receives 16 features but was built for 12. Fix the constructor and the same debug print
+# shows the shapes flowing through cleanly.
+
+# %%
+class FixedClassifier(Classifier):
+    def __init__(self, debug: bool = False):
+        super().__init__(debug)
+        self.body = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+print("output shape:", tuple(FixedClassifier(debug=True)(torch.randn(5, 8)).shape))
+
+
+# %% [markdown]
+# ### Exercise 3 — collect the shapes instead of printing them
+#
+# Write `layer_shapes(model, x)` for an `nn.Sequential`: run `x` through the layers one at a time
+# and return the list of each layer's **output** shape as a tuple.
+
+# %%
+def layer_shapes(model: nn.Sequential, x: torch.Tensor) -> list[tuple[int, ...]]:
+    ### BEGIN SOLUTION
+    shapes = []
+    for layer in model:
+        x = layer(x)
+        shapes.append(tuple(x.shape))
+    return shapes
+    ### END SOLUTION
+
+
+# %%
+check("00.layer_shapes", layer_shapes)
+
+# %% [markdown]
+# ## Key points
+#
+# - Run `setup()` first: seeds and a fixed thread count make the numbers reproducible, to the printed
+#   digits, on the same kind of hardware with the same PyTorch build.
+# - Write device-agnostic code against a `device` variable chosen once.
+# - The autograd graph is recorded while your code runs, so Python `if`/`for`/`while` in `forward`
+#   are allowed and gradients follow the path actually taken.
+# - `forward` is plain Python: debug it with `print` or `breakpoint()`.
+# - Each exercise's `check(...)` runs your code on fresh inputs and names typical mistakes.
+#
+# ## Further reading
+#
+# - PyTorch docs: *Autograd mechanics* (how the graph is recorded).
+# - PyTorch docs: *torch.nn.Module* (`forward`, `__call__`).
+# - Python docs: *pdb — The Python Debugger* (`breakpoint()`).
+# - Next: `01_tensors.ipynb`.

@@ -1,0 +1,420 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Tensors: shape, dtype, device — and the memory behind them
+#
+# A tensor is more than a NumPy array with a GPU option: it carries a **shape**, a **dtype** and a
+# **device**, it may share memory with other tensors or with a NumPy array, and it can record the
+# operations that produced it. Most day-one PyTorch bugs come from one of these properties being
+# different from what you assumed. This notebook makes each of them visible.
+#
+# ## You will learn (≈ 35 min)
+#
+# 1. Create tensors with the common routines and read their shape/dtype/device triad.
+# 2. Predict when memory is shared (`from_numpy`, `view`, `transpose`) and when it is copied.
+# 3. Avoid dtype surprises: promotion rules, float64 data into a float32 model, int64 labels.
+# 4. Write device-agnostic code and recognise a device-mismatch error.
+# 5. Measure what `.item()` and host↔device copies inside a loop cost: little on a CPU, a wait per
+#    step on a GPU.
+
+# %%
+from course_utils.setup import setup
+
+info = setup(seed=0)
+
+# %% [markdown]
+# ## 1. Creating tensors
+#
+# `torch.tensor(data)` copies Python or NumPy data. The factory functions create tensors of a
+# given shape directly; the `*_like` versions copy shape, dtype and device from another tensor,
+# which is the easy way to keep new tensors on the same device as your data.
+
+# %%
+import numpy as np
+import torch
+
+examples = {
+    "torch.tensor([[1, 2], [3, 4]])": torch.tensor([[1, 2], [3, 4]]),
+    "torch.zeros(2, 3)": torch.zeros(2, 3),
+    "torch.arange(0, 10, 3)": torch.arange(0, 10, 3),
+    "torch.linspace(0, 1, 5)": torch.linspace(0, 1, 5),
+    "torch.full((2,), 7.5)": torch.full((2,), 7.5),
+    "torch.randn(2, 2)  (seeded)": torch.randn(2, 2),
+}
+for code, t in examples.items():
+    print(f"{code:30s} shape={tuple(t.shape)!s:8s} dtype={t.dtype}")
+print("zeros_like keeps dtype:", torch.zeros_like(torch.arange(3)).dtype)
+
+
+# %% [markdown]
+# ## 2. The triad: shape, dtype, device
+#
+# When something goes wrong, print these three first. Almost every error message in this notebook
+# is one of them disagreeing between two tensors.
+
+# %%
+def triad(t: torch.Tensor) -> str:
+    return f"shape={tuple(t.shape)}, dtype={t.dtype}, device={t.device}"
+
+
+images = torch.rand(8, 3, 32, 32)          # a batch of 8 RGB images
+labels = torch.randint(0, 10, (8,))        # class indices: int64 by default
+print("images:", triad(images))
+print("labels:", triad(labels))
+
+# %% [markdown]
+# ## 3. The NumPy bridge shares memory
+#
+# `torch.from_numpy(arr)` does **not** copy: the tensor is a view of the array's memory. That is
+# fast, and it is a trap: change the array later (a data-augmentation step, a buffer reused for the
+# next batch) and the tensor you thought you had saved changes too.
+
+# %%
+arr = np.array([1.0, 2.0, 3.0])
+shared = torch.from_numpy(arr)
+arr[0] = 100.0                      # modify the array AFTER making the tensor ...
+print("tensor from from_numpy:", shared)   # ... and the tensor changed as well
+print("same memory:", np.shares_memory(arr, shared.numpy()))
+
+# %% [markdown]
+# The fix is an explicit copy: `torch.tensor(arr)` always copies, and `torch.from_numpy(arr).clone()`
+# copies after wrapping. (`tensor.numpy()` shares memory in the other direction, too.)
+
+# %%
+arr = np.array([1.0, 2.0, 3.0])
+copied = torch.tensor(arr)
+arr[0] = 100.0
+print("tensor from torch.tensor:", copied, "| dtype kept:", copied.dtype)
+
+
+# %% [markdown]
+# ### Exercise 1 — `independent_copy`
+#
+# Write `independent_copy(arr)` returning a tensor with the same values **and dtype** as the array
+# that does not share memory with it.
+
+# %%
+def independent_copy(arr: np.ndarray) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    return torch.tensor(arr)
+    ### END SOLUTION
+
+
+# %%
+from course_utils.exercises import check
+
+check("01.independent_copy", independent_copy)
+
+# %% [markdown]
+# ## 4. Views and copies
+#
+# A tensor is a block of memory (its *storage*) plus a recipe for reading it: a shape and
+# **strides** (how many elements to skip to move one step along each dimension). `view`,
+# `transpose`, slicing and `t()` only change the recipe — they share memory. `transpose` makes the
+# tensor **non-contiguous**: walking it row by row no longer walks memory in order.
+
+# %%
+x = torch.arange(12).reshape(3, 4)
+v = x.view(4, 3)
+xt = x.t()
+print("x  strides", x.stride(), "contiguous", x.is_contiguous())
+print("xt strides", xt.stride(), "contiguous", xt.is_contiguous())
+v[0, 0] = -1
+print("x[0, 0] after writing through the view:", x[0, 0].item())
+print("all three share storage:", x.data_ptr() == v.data_ptr() == xt.data_ptr())
+
+# %% [markdown]
+# `view` never copies, so it refuses when the strides make the requested shape impossible. This is
+# the error behind the seed code `x.view(x.size(0), -1)` after a `transpose` or `permute`:
+
+# %% tags=["raises-exception"]
+batch = torch.randn(4, 3, 5).transpose(1, 2)   # e.g. (batch, time, features) from (batch, features, time)
+batch.view(batch.size(0), -1)
+
+# %% [markdown]
+# The fixes: `torch.flatten(batch, 1)` or `reshape` (they return a view when the strides allow
+# it and copy only when they must), or `.contiguous().view(...)` if you want the copy to be explicit:
+# `contiguous()` copies a non-contiguous tensor into fresh row-major memory (and returns a contiguous
+# tensor as it is). `nn.Flatten` does the same inside a model.
+
+# %%
+flat = torch.flatten(batch, start_dim=1)
+print("flatten:", tuple(flat.shape), "| copied:", flat.data_ptr() != batch.data_ptr())
+dense = batch.contiguous()
+print("contiguous():", tuple(dense.shape), "strides", dense.stride(), "| copied:", dense.data_ptr() != batch.data_ptr(),
+      "| then view works:", tuple(dense.view(batch.size(0), -1).shape))
+print("reshape equals flatten:", torch.equal(batch.reshape(4, -1), flat))
+
+# %% [markdown]
+# So does `reshape` copy or not? It depends on the input, which is why you should never rely on
+# writing through its result:
+
+# %%
+x = torch.arange(12).reshape(3, 4)
+print("reshape of a contiguous tensor shares memory:", x.reshape(4, 3).data_ptr() == x.data_ptr())
+print("reshape of a transposed tensor shares memory:", x.t().reshape(12).data_ptr() == x.data_ptr())
+
+
+# %% [markdown]
+# ### Exercise 2 — `flatten_batch`
+#
+# Write `flatten_batch(x)` that keeps dimension 0 and flattens the rest, and works for
+# non-contiguous inputs.
+
+# %%
+def flatten_batch(x: torch.Tensor) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    return torch.flatten(x, start_dim=1)
+    ### END SOLUTION
+
+
+# %%
+check("01.flatten_batch", flatten_batch)
+
+# %% [markdown]
+# ## 5. dtypes: promotion, precision and the two classic mismatches
+#
+# Mixed-dtype arithmetic is *promoted* to a common dtype: int with float gives float, float32
+# with float64 gives float64. A Python number counts for less than a tensor: it never raises the
+# precision *within* the tensor's category (float32 `* 0.5` stays float32, int32 `* 5` stays int32),
+# but it can change the category: an integer tensor times a Python float becomes the default float
+# dtype, float32. `torch.result_type` answers the question without computing anything.
+
+# %%
+i64, f32, f64 = torch.tensor([1]), torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64)
+print("int64 + float32   ->", (i64 + f32).dtype)
+print("float32 + float64 ->", (f32 + f64).dtype)
+print("float32 * 0.5     ->", (f32 * 0.5).dtype, "| result_type:", torch.result_type(f32, 0.5))
+print("int32 * 5         ->", torch.result_type(torch.tensor([1], dtype=torch.int32), 5))
+print("int64 * 0.5       ->", torch.result_type(i64, 0.5), "(an int tensor and a Python float: the default float dtype)")
+print("int64 / 2         ->", (i64 / 2).dtype, "| int64 // 2 ->", (i64 // 2).dtype)
+print("float32 keeps ~7 digits:", f"{torch.tensor(0.1).item():.17f}", "vs float64",
+      f"{torch.tensor(0.1, dtype=torch.float64).item():.17f}")
+
+# %% [markdown]
+# Mismatch 1: NumPy arrays default to float64, layers are float32. Feeding one into the other fails:
+
+# %% tags=["raises-exception"]
+from torch import nn
+
+layer = nn.Linear(3, 2)
+features = torch.from_numpy(np.random.default_rng(0).normal(size=(4, 3)))   # float64
+layer(features)
+
+# %% [markdown]
+# Fix it once, where the data enters PyTorch: `.float()` (or `torch.tensor(arr, dtype=torch.float32)`).
+# float32 is the default for training: it needs half the memory of float64 (printed below), and
+# GPUs are built for float32 and lower precisions (notebook 07 measures the low-precision side).
+
+# %%
+print("output dtype:", layer(features.float()).dtype)
+print("bytes per element: float32", torch.float32.itemsize, "| float64", torch.float64.itemsize)
+
+# %% [markdown]
+# Mismatch 2: `CrossEntropyLoss` wants class labels as integer class indices: int64 (`torch.long`)
+# is the standard dtype for them (the error below shows that uint8, `Byte`, is accepted too, but it
+# only counts to 255). Labels that arrive as float (read from a CSV) or as int32 are refused:
+
+# %% tags=["raises-exception"]
+logits = torch.randn(4, 3)
+float_labels = torch.tensor([0.0, 2.0, 1.0, 2.0])
+nn.CrossEntropyLoss()(logits, float_labels)
+
+# %%
+print("loss with int64 labels:", round(nn.CrossEntropyLoss()(logits, float_labels.long()).item(), 4))
+
+# %% [markdown]
+# ## 6. Devices: write the code once
+#
+# A tensor lives on exactly one device, and an operation needs all its inputs on the same device.
+# The portable pattern is a `device` variable chosen once and used everywhere (never a bare
+# `.cuda()`, which crashes on a machine without a GPU):
+#
+# ```python
+# device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# model = model.to(device)
+# x = x.to(device)
+# ```
+#
+# This laptop may have no GPU, but PyTorch has a second device everywhere: `meta`, which has shapes
+# and dtypes but no data. Mixing it with CPU tensors reproduces the device-mismatch error you get when
+# a model is on the GPU and the batch is still on the CPU. Only the wording differs: below is the
+# meta device's message; with the model on a CUDA GPU, the same line says
+# `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`
+# (the two devices may be listed in either order, sometimes followed by the argument and operation
+# being checked). Either way the fix is to move one of them:
+
+# %%
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+print("this notebook computes on:", device)
+
+# %% tags=["raises-exception"]
+model_elsewhere = nn.Linear(3, 2).to("meta")     # stands in for "the model is on the GPU"
+model_elsewhere(torch.ones(1, 3))                 # the batch is still on the CPU
+
+# %%
+batch_there = torch.ones(1, 3).to("meta")         # move the batch to the model's device
+print("after moving the batch:", triad(model_elsewhere(batch_there)))
+
+
+# %% [markdown]
+# Real batches are rarely one tensor: a DataLoader gives tuples, lists or dicts (images, labels,
+# masks, metadata). Moving them needs a function that walks the structure.
+#
+# ### Exercise 3 — `to_device`
+#
+# Write `to_device(batch, device)`: return the same structure (a tensor, or nested
+# tuples/lists/dicts) with every tensor moved to `device` and everything else (strings, numbers)
+# returned exactly as it was. Tuples include **namedtuples**, which a DataLoader keeps as they are
+# when a dataset returns them: a namedtuple must come back as the same namedtuple type, and its
+# constructor takes one argument per field (`type(batch)(*items)`, not a generator). The checker
+# uses the `meta` device, so it works without a GPU.
+
+# %%
+def to_device(batch, device):
+    ### BEGIN SOLUTION
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {key: to_device(value, device) for key, value in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):   # a namedtuple: one argument per field
+        return type(batch)(*(to_device(value, device) for value in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(value, device) for value in batch)
+    return batch
+    ### END SOLUTION
+
+
+# %%
+check("01.to_device", to_device)
+
+# %% [markdown]
+# ## 7. `.item()` in a loop: cheap on a CPU, a wait on a GPU
+#
+# `.item()` turns a one-element tensor into a Python number. On a GPU, that means *waiting*: the CPU
+# must stop queueing work until the GPU has finished everything before it, then copy the value
+# back — a host↔device synchronization. `.cpu()` on a GPU tensor does the same. Called every step,
+# it removes the overlap between Python and the GPU. On a CPU there is no device to wait for, but
+# each call still crosses from PyTorch to Python. Measure the CPU cost here: accumulate a running
+# loss with `.item()` every step versus accumulating a tensor and converting once.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+losses = torch.rand(20_000)
+
+
+def with_item() -> float:
+    total = 0.0
+    for value in losses:
+        total += value.item()          # one conversion (a sync on GPU) per step
+    return total
+
+
+def once_at_the_end() -> float:
+    total = torch.zeros(())
+    for value in losses:
+        total += value                 # stays a tensor
+    return total.item()                # one conversion
+
+
+def vectorised() -> float:
+    return losses.sum().item()         # no Python loop at all
+
+
+timings = {}
+for fn in (with_item, once_at_the_end, vectorised):
+    start = time.perf_counter()
+    result = fn()
+    timings[fn.__name__] = time.perf_counter() - start
+    print(f"{fn.__name__:16s} {timings[fn.__name__] * 1e3:9.3f} ms  total={result:.2f}")
+print(f".item() loop / tensor loop time ratio on this machine: "
+      f"{timings['with_item'] / timings['once_at_the_end']:.2f}")
+assert abs(with_item() - once_at_the_end()) < 1.0
+assert timings["vectorised"] < min(timings["with_item"], timings["once_at_the_end"]) / 10
+
+# %% [markdown]
+# Read your numbers. On a CPU there is no device to wait for, so `.item()` is cheap, and the
+# tensor-accumulating loop is often *no faster or even slower* (each `+=` on a tensor dispatches a
+# PyTorch operation, which costs more than converting a number). Here the ratio printed above is
+# what your machine measured. The clear winner is the vectorised `sum()`, by orders of magnitude,
+# because it removes the Python loop.
+#
+# On a GPU the picture changes: every `.item()` or `.cpu()` stalls the CPU until the GPU queue
+# drains, so the per-step conversion is the one that can hurt. The next cell measures that on a
+# CUDA GPU (on a machine without one it only says why it skips): a loop of small matrix products
+# whose loss is converted every step, with `.item()` or `.cpu()`, against the same loop that keeps
+# the running loss on the GPU and converts once at the end. Each timing ends with
+# `torch.cuda.synchronize()`, so every version is timed until its GPU work is done.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from course_utils.devices import skip_unless_gpu
+
+on_gpu = skip_unless_gpu("a GPU loop converting its loss every step (.item(), .cpu()) vs once at the end")
+if on_gpu:
+    gpu = torch.device("cuda")
+    gen_gpu = torch.Generator(device=gpu).manual_seed(0)
+    weight = torch.randn(512, 512, device=gpu, generator=gen_gpu) / 512 ** 0.5
+    inputs = torch.randn(256, 512, device=gpu, generator=gen_gpu)
+
+    def gpu_loop(convert: str, steps: int = 300) -> tuple[float, float]:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        running = torch.zeros((), device=gpu)
+        total = 0.0
+        for _ in range(steps):
+            loss = (inputs @ weight).relu().mean()     # stands in for one training step's loss
+            if convert == ".item() every step":
+                total += loss.item()                   # waits for the GPU, copies 4 bytes back
+            elif convert == ".cpu() every step":
+                total += float(loss.cpu())             # the same wait, as a host tensor
+            else:
+                running += loss                        # queued on the GPU, no waiting
+        if convert == "once at the end":
+            total = running.item()                     # one wait, one copy
+        torch.cuda.synchronize()
+        return time.perf_counter() - start, total
+
+    gpu_loop("once at the end")                        # warm-up (kernel launch, allocator)
+    gpu_times = {}
+    for convert in (".item() every step", ".cpu() every step", "once at the end"):
+        seconds, total = gpu_loop(convert)
+        gpu_times[convert] = seconds
+        print(f"{convert:20s} {seconds * 1e3:8.2f} ms  running loss={total:.4f}")
+    print(f".item() every step / once at the end on this GPU: "
+          f"{gpu_times['.item() every step'] / gpu_times['once at the end']:.2f}")
+    assert abs(gpu_loop(".item() every step")[1] - gpu_loop("once at the end")[1]) < 1e-2  # same sum
+assert on_gpu == torch.cuda.is_available()
+
+# %% [markdown]
+# The habit that is right on both: keep values as tensors inside the training loop and convert
+# once per logging step; notebook 10 profiles this on a real training step.
+
+# %% [markdown]
+# ## Key points
+#
+# - Print `shape`, `dtype`, `device` first when something breaks.
+# - `torch.from_numpy` and `.numpy()` share memory; `torch.tensor(arr)` or `.clone()` copies.
+# - `view`/`transpose`/slicing share storage; `view` fails on non-contiguous tensors, so prefer
+#   `torch.flatten(x, 1)`, `reshape` or `nn.Flatten` (a view when possible, a copy otherwise:
+#   never rely on which) or make the copy explicit with `.contiguous()`.
+# - Convert data to float32 where it enters PyTorch; class labels are int64.
+# - One `device` variable, `.to(device)` for models and batches (recursively for nested batches).
+# - Keep numbers as tensors inside loops; `.item()` and `.cpu()` (each a GPU sync) once per log step.
+#   On a CPU the per-step `.item()` costs little; on a GPU it makes the CPU wait every step.
+#
+# ## Further reading
+#
+# - PyTorch docs: *Tensor Attributes* (dtype, device, layout).
+# - PyTorch docs: *Tensor Views*.
+# - PyTorch docs: *torch.from_numpy* and *Type Promotion* (`torch.result_type`).
+# - PyTorch docs: *CUDA semantics* (asynchronous execution and synchronization).
+# - Next: `02_broadcasting_pitfalls.ipynb`.

@@ -1,0 +1,715 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Autograd
+#
+# PyTorch computes gradients by recording every operation on tensors that require grad while
+# your code runs, then walking that record backwards with the chain rule when you call
+# `backward()`. Knowing what gets recorded, where the gradients land and when they are *added*
+# rather than replaced explains a whole family of training bugs: forgotten `zero_grad`,
+# parameters that never learn, accumulation that is off by a factor, inference tensors that
+# refuse to train. Each one is reproduced below, then fixed.
+#
+# ## You will learn (≈ 40 min)
+#
+# 1. Tell leaf from non-leaf tensors, read the graph behind a tensor from `grad_fn`, and check
+#    autograd's results against derivatives worked out by hand.
+# 2. Explain why gradients accumulate, where `zero_grad` belongs in a loop, and what its default
+#    `set_to_none=True` changes.
+# 3. Accumulate gradients over micro-batches so they equal the big-batch gradient, and name what
+#    breaks that equality.
+# 4. Choose between `torch.no_grad`, `torch.inference_mode` and `detach`.
+# 5. Verify gradients with finite differences and `torch.autograd.gradcheck`.
+
+# %%
+from course_utils.setup import setup
+
+_ = setup()
+
+# %%
+import warnings
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from course_utils.exercises import check
+from course_utils.viz.graph import describe_graph, draw_graph
+from course_utils.widgets.accumulation import accumulation_stepper
+
+device = torch.device("cpu")  # autograd works the same on every device; these tensors are tiny
+
+# %% [markdown]
+# ## 1. `requires_grad` switches recording on
+#
+# A tensor created with `requires_grad=True` asks autograd to record every operation that uses it.
+# Each result remembers the operation that produced it in `grad_fn`. Take $z = x_1^2 + x_2^2$ at
+# $x = (2, 3)$; by hand $\partial z / \partial x_i = 2x_i = (4, 6)$.
+
+# %%
+x = torch.tensor([2.0, 3.0], requires_grad=True, device=device)
+y = x ** 2
+z = y.sum()
+for name, t in [("x", x), ("y", y), ("z", z)]:
+    print(f"{name}: requires_grad={t.requires_grad}, is_leaf={t.is_leaf}, grad_fn={type(t.grad_fn).__name__ if t.grad_fn else None}")
+
+# %%
+z.backward()
+by_hand = 2 * x.detach()
+print("autograd:", x.grad, "| by hand 2x:", by_hand, "| equal:", torch.equal(x.grad, by_hand))
+
+# %% [markdown]
+# A second worked example: $y = (x + 2)\cdot 3$ at $x = 4$. The chain rule gives
+# $dy/dx = 1 \cdot 3 = 3$, whatever $x$ is. And a less trivial one,
+# $f(x) = \sin(x)\,x^2$, with $f'(x) = \cos(x)\,x^2 + 2x\sin(x)$:
+
+# %%
+x = torch.tensor(4.0, requires_grad=True, device=device)
+y = (x + 2) * 3
+y.backward()
+print("d/dx (x + 2) * 3 at x = 4:", x.grad.item(), "| by hand: 3")
+
+x = torch.tensor(1.3, requires_grad=True, device=device)
+f = torch.sin(x) * x ** 2
+f.backward()
+with torch.no_grad():
+    f_prime = torch.cos(x) * x ** 2 + 2 * x * torch.sin(x)
+print(f"d/dx sin(x)·x² at 1.3: autograd {x.grad.item():.4f} | by hand {f_prime.item():.4f}")
+
+# %% [markdown]
+# Tensors are created with `requires_grad=False`, and operations on them record nothing (no
+# graph, no memory spent on it). One input that requires grad is enough for the result to require it:
+
+# %%
+c = torch.tensor([1.0, 2.0], device=device)
+w = torch.tensor([0.5, -1.0], requires_grad=True, device=device)
+print("c * 2:", (c * 2).requires_grad, (c * 2).grad_fn)
+print("c * w:", (c * w).requires_grad, type((c * w).grad_fn).__name__)
+
+# %% [markdown]
+# ### Leaf vs non-leaf
+#
+# **Leaves** are tensors you created yourself (not results of recorded operations). `backward()`
+# stores gradients in the `.grad` of leaves that require grad; intermediate (non-leaf) results pass
+# gradients on without keeping them. Asking a non-leaf for `.grad` gives `None` and a warning
+# (captured and printed here):
+
+# %%
+x = torch.tensor([2.0, 3.0], requires_grad=True, device=device)
+y = x ** 2
+y.sum().backward()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    print("y.grad:", y.grad)
+print("warning:", str(caught[0].message).split(". ")[0])
+
+# %% [markdown]
+# If you do want an intermediate gradient (for debugging), ask for it before `backward()` with
+# `retain_grad()`:
+
+# %%
+x = torch.tensor([2.0, 3.0], requires_grad=True, device=device)
+y = x ** 2
+y.retain_grad()
+y.sum().backward()
+print("y.grad:", y.grad, "(d sum / d y = 1 for every element)")
+
+# %% [markdown]
+# ### Pitfall: a "parameter" that is not a leaf
+#
+# Scaling a random initialisation *after* `requires_grad=True` makes the parameter the result of a
+# multiplication, i.e. a non-leaf. Its `.grad` stays `None`:
+
+# %%
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True, device=device) * 0.01   # leaf is the randn; w is its product
+loss = (w * torch.ones(3, device=device)).sum()
+loss.backward()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the same non-leaf warning as above
+    print(f"w.is_leaf={w.is_leaf}, w.grad={w.grad}")
+
+# %% [markdown]
+# An optimizer refuses such a tensor outright (and a hand-written update `w -= lr * w.grad` would
+# fail on the `None`):
+
+# %% tags=["raises-exception"]
+opt = torch.optim.SGD([w], lr=0.1)
+
+# %% [markdown]
+# Fix: finish computing the initial value first, then switch on `requires_grad` (inside `nn.Module`s,
+# `nn.Parameter` does this for you):
+
+# %%
+torch.manual_seed(0)
+w = (torch.randn(3, device=device) * 0.01).requires_grad_()
+(w * torch.ones(3, device=device)).sum().backward()
+print(f"w.is_leaf={w.is_leaf}, w.grad={w.grad}")
+
+# %% [markdown]
+# ## 2. The graph behind a tensor
+#
+# `grad_fn` is a node of the backward graph; `grad_fn.next_functions` points to the nodes of its
+# inputs; leaves appear as `AccumulateGrad` nodes, which add the incoming gradient to the leaf's
+# `.grad`. Here is that chain for a small linear regression loss:
+
+# %%
+gen = torch.Generator().manual_seed(0)
+xs = torch.randn(8, 3, generator=gen).to(device)
+ys = torch.randn(8, generator=gen).to(device)
+w = torch.zeros(3, requires_grad=True, device=device)
+b = torch.zeros(1, requires_grad=True, device=device)
+pred = xs @ w + b
+loss = ((pred - ys) ** 2).mean()
+print(loss.grad_fn)
+print(loss.grad_fn.next_functions)
+print(loss.grad_fn.next_functions[0][0].next_functions)
+
+# %% [markdown]
+# Following `next_functions` all the way down gives the whole graph. `course_utils.viz.graph` does
+# exactly that walk and prints or draws it (matplotlib only, no graphviz needed):
+
+# %%
+names = {"w": w, "b": b, "pred": pred, "loss": loss}
+print(describe_graph(loss, names))
+
+# %%
+_ = draw_graph(loss, names)
+plt.show()
+
+# %% [markdown]
+# The graph is built *while the forward code runs* ("define by run"), so Python `if`s and loops
+# simply produce a different graph next time. `backward()` then frees the tensors the graph saved
+# for the backward pass, so a second `backward()` through the same graph fails:
+
+# %% tags=["raises-exception"]
+loss.backward()
+loss.backward()
+
+# %% [markdown]
+# Usually the fix is to run the forward pass again (each training step builds a fresh graph). Pass
+# `retain_graph=True` to the first `backward()` only if you really need two backward passes through
+# one graph, because it keeps all those saved tensors in memory.
+#
+# ## 3. Gradients accumulate
+#
+# `backward()` **adds** to `.grad`; it never overwrites it. Two backward calls in a row on
+# $y_1 = 2x$ and then $y_2 = 3x$ leave $2 + 3 = 5$ in `x.grad`, not 3:
+
+# %%
+x = torch.tensor([1.0], requires_grad=True, device=device)
+(x * 2).backward()
+print("after y1 = 2x:", x.grad)
+(x * 3).backward()
+print("after y2 = 3x:", x.grad, "<- 2 + 3, not 3")
+
+# %% [markdown]
+# The stepper makes this visible: each bar is `x.grad` after one call, each colour one backward
+# call's contribution. Static rendering first (2x, 3x, a reset, then 3x again), then the live widget:
+# pick an expression, press `y.backward()` a few times, then `zero_grad()`.
+
+# %%
+_ = accumulation_stepper(["y = 2 * x", "y = 3 * x", "zero_grad", "y = 3 * x"], static=True)
+plt.show()
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+stepper = accumulation_stepper()
+display(stepper)
+assert stepper.accumulator.grad is None and "x.grad now: None" in stepper.text
+
+# %% [markdown]
+# Accumulation is deliberate. It is how one tensor used in several places gets the *sum* of its
+# gradients, and it is what makes micro-batch gradient accumulation (section 5) work. The price:
+# before each new gradient computation, you must clear the old one.
+#
+# ## 4. `zero_grad`: where it goes, and what `set_to_none` changes
+#
+# One training step is: clear the gradients, forward, loss, `backward()`, `optimizer.step()`. The
+# clearing can go anywhere between the previous `step()` and this `backward()`; the top of the step
+# is the conventional place. Three versions of the same loop on a small regression problem:
+
+# %%
+gen = torch.Generator().manual_seed(0)
+X = torch.randn(64, 3, generator=gen).to(device)
+Y = X @ torch.tensor([[1.5], [-2.0], [0.5]], device=device) + 0.1 * torch.randn(64, 1, generator=gen).to(device)
+
+
+def fit(where_zero_grad: str, steps: int = 60, lr: float = 0.05) -> list[float]:
+    torch.manual_seed(1)
+    model = nn.Linear(3, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        if where_zero_grad == "before forward":
+            opt.zero_grad()
+        loss = F.mse_loss(model(X), Y)
+        loss.backward()
+        if where_zero_grad == "between backward and step":
+            opt.zero_grad()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+runs = {place: fit(place) for place in ["before forward", "missing", "between backward and step"]}
+for place, losses in runs.items():
+    print(f"zero_grad {place:<26} loss: start {losses[0]:.3f}, after 10 steps {losses[10]:.3f}, end {losses[-1]:.3f}")
+
+# %%
+fig, ax = plt.subplots()
+for place, losses in runs.items():
+    ax.semilogy(losses, label=f"zero_grad {place}")
+ax.set_xlabel("step")
+ax.set_ylabel("training loss")
+ax.legend(fontsize=7)
+plt.show()
+
+# %% [markdown]
+# Without `zero_grad` every step uses the sum of all gradients so far: the updates keep growing in
+# the old directions, and the loss oscillates instead of converging. Zeroing between `backward()`
+# and `step()` hands the optimizer an empty gradient: the parameters never move at all.
+#
+# ### `set_to_none=True` is the default
+#
+# Older code and tutorials describe `zero_grad()` as filling the gradients with zeros. Since
+# PyTorch 2.0 it sets `.grad` to `None` instead (`set_to_none=True`), and 2.14 keeps that default:
+
+# %%
+torch.manual_seed(0)
+model = nn.Linear(3, 1).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+F.mse_loss(model(X), Y).backward()
+opt.zero_grad()
+print("zero_grad():                    weight.grad =", model.weight.grad)
+F.mse_loss(model(X), Y).backward()
+opt.zero_grad(set_to_none=False)
+print("zero_grad(set_to_none=False):   weight.grad =", model.weight.grad)
+
+# %% [markdown]
+# What `None` changes:
+#
+# 1. **Memory**: the gradient tensors are released until the next `backward()` allocates them again.
+# 2. **Code that reads `.grad`** (logging gradient norms, clipping by hand) must expect `None`:
+
+# %% tags=["raises-exception"]
+opt.zero_grad()
+grad_norms = [p.grad.norm() for p in model.parameters()]
+
+# %%
+grad_norms = [p.grad.norm().item() for p in model.parameters() if p.grad is not None]
+print("gradient norms to log right after zero_grad():", grad_norms, "(nothing: every .grad is None)")
+
+# %% [markdown]
+# 3. **Optimizers skip parameters whose `.grad` is `None`**, but they do step parameters whose
+#    gradient is a tensor of zeros. With momentum (or weight decay) a zero gradient still moves the
+#    parameter. Picture a layer that got no gradient this step, e.g. a branch of the model that was
+#    not used: with `None` it stays put, with zeros momentum keeps pushing it.
+
+# %%
+for set_to_none in (True, False):
+    torch.manual_seed(0)
+    layer = nn.Linear(3, 1).to(device)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+    F.mse_loss(layer(X), Y).backward()
+    opt.step()                                  # a normal step: momentum buffers are now non-zero
+    opt.zero_grad(set_to_none=set_to_none)
+    before = layer.weight.detach().clone()
+    opt.step()                                  # this step had no backward for the layer
+    moved = (layer.weight.detach() - before).abs().max().item()
+    print(f"set_to_none={set_to_none!s:<5}: the layer moved by {moved:.4f} on a step without gradient")
+
+# %% [markdown]
+# ## 5. Gradient accumulation over micro-batches
+#
+# When a batch of 32 does not fit in memory, split it into $k$ micro-batches, call `backward()`
+# on each, and step once. Because `backward()` adds, the gradients sum up. The detail that makes it
+# exact: the loss of each micro-batch is a **mean over that micro-batch**, so each one must be divided
+# by $k$ for the sum to equal the mean over the whole batch:
+# $\frac{1}{32}\sum_{i=1}^{32} \ell_i = \frac{1}{4}\sum_{j=1}^{4}\Big(\frac{1}{8}\sum_{i \in \text{chunk } j} \ell_i\Big)$.
+
+# %%
+gen = torch.Generator().manual_seed(1)
+X32 = torch.randn(32, 4, generator=gen).to(device)
+Y32 = torch.randn(32, 1, generator=gen).to(device)
+
+
+def make_model(norm: str = "none") -> nn.Module:
+    torch.manual_seed(0)
+    layers = {"none": nn.Identity(), "batchnorm": nn.BatchNorm1d(16), "layernorm": nn.LayerNorm(16)}
+    return nn.Sequential(nn.Linear(4, 16), layers[norm], nn.Tanh(), nn.Linear(16, 1)).to(device)
+
+
+def full_batch_grads(model, x, y):
+    model.zero_grad()
+    F.mse_loss(model(x), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def micro_batch_grads(model, x, y, k, divide=True, by_size=False):
+    model.zero_grad()                                     # once, before the loop
+    for xb, yb in zip(x.chunk(k), y.chunk(k)):
+        loss = F.mse_loss(model(xb), yb)
+        if by_size:
+            loss = loss * len(xb) / len(x)               # weight = this chunk's share of the samples
+        elif divide:
+            loss = loss / k
+        loss.backward()                                   # adds to .grad
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def max_diff(grads_a, grads_b):
+    return max((a - b).abs().max().item() for a, b in zip(grads_a, grads_b))
+
+
+model = make_model()
+full = full_batch_grads(model, X32, Y32)
+acc = micro_batch_grads(model, X32, Y32, k=4)
+print(f"4 micro-batches of 8 vs one batch of 32: max |difference| < 1e-6: {max_diff(acc, full) < 1e-6}")
+
+# %% [markdown]
+# The two agree to float32 rounding (the sums happen in a different order). Now what breaks it.
+#
+# **Forgetting to divide by $k$** gives exactly $k$ times the gradient, the same as multiplying the
+# learning rate by $k$:
+
+# %%
+no_div = micro_batch_grads(model, X32, Y32, k=4, divide=False)
+ratios = [(n.norm() / f.norm()).item() for n, f in zip(no_div, full)]
+print("gradient norm ratio (no division / full batch), per parameter:", [round(r, 4) for r in ratios])
+
+# %% [markdown]
+# **Unequal micro-batches.** `chunk` on 30 samples gives sizes 8, 8, 8, 6. Dividing by $k$ then
+# over-weights the samples of the small chunk; weight each chunk by its share of the samples instead:
+
+# %%
+X30, Y30 = X32[:30], Y32[:30]
+print("chunk sizes:", [len(c) for c in X30.chunk(4)])
+full30 = full_batch_grads(model, X30, Y30)
+print("divide by k:          equal to the full batch?", max_diff(micro_batch_grads(model, X30, Y30, 4), full30) < 1e-6)
+print("weight by chunk size: equal to the full batch?",
+      max_diff(micro_batch_grads(model, X30, Y30, 4, by_size=True), full30) < 1e-6)
+
+# %% [markdown]
+# **BatchNorm.** In training mode BatchNorm normalises with the mean and variance *of the batch it
+# sees*. Micro-batches of 8 have different statistics than the batch of 32, so the forward pass
+# itself differs and no scaling can make the gradients equal. Its running statistics are also updated
+# once per micro-batch. Normalisations that work per sample, such as LayerNorm or GroupNorm, do not
+# have this problem:
+
+# %%
+for norm in ["batchnorm", "layernorm"]:
+    model = make_model(norm)
+    full = full_batch_grads(model, X32, Y32)
+    acc = micro_batch_grads(model, X32, Y32, k=4)
+    scale = max(g.abs().max().item() for g in full)
+    print(f"{norm:<9}: max |difference| / largest gradient = {max_diff(acc, full) / scale:.2f}")
+
+# %%
+model = make_model("batchnorm")
+bn = model[1]
+full_batch_grads(model, X32, Y32)
+print("running-stat updates after one full batch:  ", int(bn.num_batches_tracked))
+micro_batch_grads(model, X32, Y32, k=4)
+print("running-stat updates after 4 micro-batches: ", int(bn.num_batches_tracked) - 1, "more")
+
+# %% [markdown]
+# ## 6. `no_grad`, `inference_mode` and `detach`
+#
+# Recording costs memory: every operation saves the tensors its backward will need.
+# `course_utils.memory.SavedTensorsMeter` (a `torch.autograd.graph.saved_tensors_hooks` context, the
+# same meter notebook 07 uses) lists what one forward pass saves and adds up the **activations**:
+# each storage counted once (a ReLU output is saved by the ReLU *and* by the next `Linear`, but it
+# is one buffer), and the weights left out (the `Linear`s save them too, but they exist whether or
+# not you record). With and without `torch.no_grad()`:
+
+# %%
+from course_utils.memory import SavedTensorsMeter
+
+mlp = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).to(device)
+batch = torch.randn(128, 64, device=device)
+with SavedTensorsMeter(exclude=mlp) as meter:
+    out = mlp(batch)
+for record in meter.records:
+    print(f"  saved {str(record.shape):<11} {record.nbytes / 1024:5.0f} KiB  {record.counted}")
+print(f"with grad:  {meter.bytes / 1024:.0f} KiB of activations saved for backward | out.requires_grad={out.requires_grad}")
+assert meter.bytes == (128 * 64 + 2 * 128 * 256) * 4   # the input and the two ReLU outputs, float32
+with torch.no_grad(), SavedTensorsMeter(exclude=mlp) as meter:
+    out = mlp(batch)
+print(f"no_grad:    {meter.bytes / 1024:.0f} KiB saved for backward | out.requires_grad={out.requires_grad}, grad_fn={out.grad_fn}")
+
+# %% [markdown]
+# `torch.inference_mode()` goes one step further: it also skips the bookkeeping (version counters,
+# view tracking) that autograd relies on to check saved tensors. The tensors it creates are
+# **inference tensors**, with two restrictions outside inference mode: autograd refuses to *save*
+# them for backward, and they cannot be modified in place. (An operation that saves nothing, such as
+# `feats + w` with `w` requiring grad, still records fine.) A common trap: compute features with a
+# frozen backbone under `inference_mode`, then train a small head on them:
+
+# %%
+backbone = nn.Sequential(nn.Linear(64, 32), nn.ReLU()).to(device)
+head = nn.Linear(32, 10).to(device)
+targets = torch.randint(0, 10, (128,), generator=torch.Generator().manual_seed(0)).to(device)
+with torch.inference_mode():
+    feats = backbone(batch)
+print("feats.is_inference():", feats.is_inference(), "| requires_grad:", feats.requires_grad)
+
+# %% tags=["raises-exception"]
+loss = F.cross_entropy(head(feats), targets)   # head's Linear must save feats for its weight gradient
+
+# %% [markdown]
+# Two fixes: compute features under `torch.no_grad()` (normal tensors, just not recorded), or clone
+# the inference tensor outside inference mode. Keep `inference_mode` for pure inference: serving,
+# evaluation, anything whose outputs never feed training.
+
+# %%
+with torch.no_grad():
+    feats = backbone(batch)
+F.cross_entropy(head(feats), targets).backward()
+print("no_grad features: head trained, head.weight.grad exists:", head.weight.grad is not None,
+      "| backbone untouched:", backbone[0].weight.grad is None)
+
+# %% [markdown]
+# `detach()` is the per-tensor version: the same data (no copy), cut out of the graph. Gradients do
+# not flow through a detached tensor. With $y = x^2$ and $z = \text{detach}(y)\cdot x$, autograd
+# treats the detached factor as a constant: $dz/dx = y = x^2$, not the $3x^2$ of $x^3$.
+
+# %%
+x = torch.tensor(2.0, requires_grad=True, device=device)
+y = x ** 2
+(y * x).backward()
+print("d(x²·x)/dx at 2:", x.grad.item(), "| by hand 3x² =", 3 * 2.0 ** 2)
+x.grad = None
+(y.detach() * x).backward()
+print("d(detach(x²)·x)/dx at 2:", x.grad.item(), "| by hand x² =", 2.0 ** 2)
+
+# %% [markdown]
+# The everyday use: leaving the graph to log, plot or convert. NumPy knows nothing about autograd,
+# so torch refuses to hand over a tensor that requires grad:
+
+# %% tags=["raises-exception"]
+weights = model[0].weight.numpy()
+
+# %%
+weights = model[0].weight.detach().cpu().numpy()   # .cpu() too: NumPy lives in host memory
+print(type(weights).__name__, weights.shape)
+
+# %% [markdown]
+# Because `detach()` shares memory, changing the detached tensor in place changes the original,
+# and autograd notices when a value it saved for backward was overwritten:
+
+# %% tags=["raises-exception"]
+w = torch.randn(3, requires_grad=True, device=device)
+s = w.sigmoid()            # sigmoid saves its output for the backward pass
+s.detach().zero_()         # in place on shared memory: s changes too
+s.sum().backward()
+
+
+# %% [markdown]
+# If you need an independent copy to modify, use `.detach().clone()`.
+#
+# ## 7. Checking gradients: finite differences and `gradcheck`
+#
+# The derivative can be estimated without calculus: nudge one input by $h$ and watch the output,
+# $\frac{f(x + h) - f(x - h)}{2h}$ (a central difference). Its error has two parts: the truncation
+# error shrinks like $h^2$, the rounding error grows like $\varepsilon_{\text{machine}} / h$. In
+# float32 ($\varepsilon \approx 10^{-7}$) the best achievable error is poor; float64
+# ($\varepsilon \approx 10^{-16}$) is what gradient checks need. Measured on
+# $f(x) = \sin(x)\,e^x$ at $x = 0.7$, whose exact derivative is $(\cos x + \sin x)\,e^x$:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def f_scalar(t):
+    return torch.sin(t) * torch.exp(t)
+
+
+steps = [10.0 ** -p for p in range(1, 13)]
+errors = {}
+for dtype in (torch.float32, torch.float64):
+    x0 = torch.tensor(0.7, dtype=dtype)
+    exact = ((torch.cos(x0) + torch.sin(x0)) * torch.exp(x0)).double()
+    errors[dtype] = [(((f_scalar(x0 + h) - f_scalar(x0 - h)) / (2 * h)).double() - exact).abs().item() + 1e-17
+                     for h in steps]
+    best = min(range(len(steps)), key=lambda i: errors[dtype][i])
+    print(f"{str(dtype):<14} smallest error {errors[dtype][best]:.0e} at h = {steps[best]:.0e}")
+assert min(errors[torch.float64]) < 1e-8 < 1e-7 < min(errors[torch.float32])  # float64 is far better
+
+# %%
+fig, ax = plt.subplots()
+for dtype, errs in errors.items():
+    ax.loglog(steps, errs, marker="o", label=str(dtype))
+ax.set_xlabel("step h")
+ax.set_ylabel("|finite difference - exact|")
+ax.invert_xaxis()
+ax.set_title("central difference error vs step size (f = sin·exp at 0.7)", fontsize=9)
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# `torch.autograd.gradcheck` automates this: it compares autograd's Jacobian with finite
+# differences for every input element and raises if they disagree. It converts nothing: the finite
+# differences are computed in the dtype of the inputs you pass, so pass float64 inputs. Given
+# float32 inputs it warns, and here it fails on rounding error alone (the function is correct):
+
+# %%
+x64 = torch.randn(5, dtype=torch.float64, requires_grad=True, device=device)
+print("gradcheck, float64:", torch.autograd.gradcheck(lambda t: (torch.sin(t) * torch.exp(t)).sum(), (x64,)))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ok32 = torch.autograd.gradcheck(lambda t: (torch.sin(t) * torch.exp(t)).sum(),
+                                    (x64.detach().float().requires_grad_(),), raise_exception=False)
+print("gradcheck, float32:", ok32, "| warning:", str(caught[0].message).split(". ")[0])
+
+
+# %% [markdown]
+# Where it earns its keep: a hand-written backward, for example in a custom `torch.autograd.Function`.
+# This one forgets the factor 2 in $d(x^2)/dx$, and gradcheck shows both Jacobians:
+
+# %%
+class BuggySquare(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (t,) = ctx.saved_tensors
+        return grad_out * t           # bug: d(t²)/dt is 2t
+
+
+# %% tags=["raises-exception"]
+torch.autograd.gradcheck(BuggySquare.apply, (torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True),))
+
+
+# %%
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (t,) = ctx.saved_tensors
+        return grad_out * 2 * t
+
+
+print("fixed backward passes gradcheck:",
+      torch.autograd.gradcheck(Square.apply, (torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True),)))
+
+
+# %% [markdown]
+# ## 8. Exercises
+#
+# ### Exercise 1: micro-batch gradient accumulation
+#
+# Write `accumulated_grads(model, loss_fn, x, y, micro_batches)`: split `x` and `y` into
+# `micro_batches` equal chunks along dim 0, run forward and `backward()` on each, and return
+# `[p.grad for p in model.parameters()]`, equal to the full-batch gradient of `loss_fn(model(x), y)`
+# (`loss_fn` averages over its batch). Careful: the model's `.grad` may still hold gradients from an
+# earlier step when your function is called.
+
+# %%
+def accumulated_grads(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor,
+                      micro_batches: int) -> list[torch.Tensor]:
+    ### BEGIN SOLUTION
+    model.zero_grad()
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        (loss_fn(model(xb), yb) / micro_batches).backward()
+    return [p.grad for p in model.parameters()]
+    ### END SOLUTION
+    ### BEGIN STUB
+    # raise NotImplementedError("accumulated_grads: your code here")
+    ### END STUB
+
+
+# %%
+check("03.accumulated_grads", accumulated_grads)
+
+
+# %% [markdown]
+# ### Exercise 2: a gradient without side effects
+#
+# Write `gradient_at(f, x)`: return $df/dx$ at `x` (same shape as `x`) for a function `f` that
+# returns a scalar tensor. `x` may or may not require grad and may already have a `.grad`; leave it
+# exactly as it was. Hint: work on your own leaf and use `torch.autograd.grad`, which returns
+# gradients instead of adding them to `.grad`.
+
+# %%
+def gradient_at(f, x: torch.Tensor) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    leaf = x.detach().clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(f(leaf), leaf)
+    return grad
+    ### END SOLUTION
+    ### BEGIN STUB
+    # raise NotImplementedError("gradient_at: your code here")
+    ### END STUB
+
+
+# %%
+check("03.gradient_at", gradient_at)
+
+
+# %% [markdown]
+# ### Exercise 3: your own gradient check
+#
+# Write `finite_difference_grad(f, x, eps=1e-6)`: estimate $df/dx$ for a scalar function `f` by central
+# differences, one element at a time, $\frac{f(x + \varepsilon e_i) - f(x - \varepsilon e_i)}{2\varepsilon}$
+# where $e_i$ is 1 at element $i$ and 0 elsewhere. `x` is float64; return a float64 tensor shaped
+# like `x`, and leave `x` unchanged.
+
+# %%
+def finite_difference_grad(f, x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    grad = torch.zeros_like(x)
+    for i in range(x.numel()):
+        step = torch.zeros_like(x)
+        step.view(-1)[i] = eps
+        grad.view(-1)[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+    ### END SOLUTION
+    ### BEGIN STUB
+    # raise NotImplementedError("finite_difference_grad: your code here")
+    ### END STUB
+
+
+# %%
+check("03.finite_difference_grad", finite_difference_grad)
+
+# %% [markdown]
+# ## Key points
+#
+# - `requires_grad=True` starts recording; results carry a `grad_fn`, and `grad_fn.next_functions`
+#   is the backward graph. Only leaves keep `.grad` (use `retain_grad()` for others); make parameters
+#   leaves by setting `requires_grad` *after* computing their initial value.
+# - `backward()` adds to `.grad`. Clear gradients once per step, before `backward()` (conventionally
+#   first in the step); clearing between `backward()` and `step()` freezes training, never clearing
+#   makes it oscillate. `zero_grad()` sets `.grad` to `None` by default: code must expect `None`, and
+#   optimizers then skip the parameter (zeros would still be stepped by momentum/weight decay).
+# - Micro-batch accumulation equals the big batch when each micro-batch mean is divided by the number
+#   of micro-batches (or weighted by chunk size when chunks differ). BatchNorm breaks the equality.
+# - `no_grad` records nothing (measured: zero bytes saved for backward); `inference_mode` also makes
+#   inference tensors, which autograd refuses to save for backward (so a layer you train cannot take
+#   them as input) and which cannot be changed in place outside inference mode; `detach()` cuts one
+#   tensor out of the graph but shares its memory (`.detach().clone()` for an independent copy).
+# - Check gradients with central differences or `torch.autograd.gradcheck`, always on float64 inputs
+#   (gradcheck computes in the dtype you give it).
+#
+# ## Further reading
+#
+# PyTorch documentation pages:
+# - *Autograd mechanics* (Notes section), including "Locally disabling gradient computation" and inference mode
+# - `torch.autograd.backward`, `torch.autograd.grad`, `torch.Tensor.retain_grad`
+# - `torch.optim.Optimizer.zero_grad` (the `set_to_none` argument)
+# - `torch.no_grad`, `torch.inference_mode`, `torch.Tensor.detach`
+# - *Gradcheck mechanics* (Notes section) and `torch.autograd.gradcheck`
+# - *Extending PyTorch* (custom `torch.autograd.Function`) and `torch.autograd.graph.saved_tensors_hooks`

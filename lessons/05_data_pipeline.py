@@ -1,0 +1,542 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 · The data pipeline: from samples to batches
+#
+# A model only ever sees what the data pipeline hands it. This notebook builds that pipeline
+# piece by piece on an offline, CIFAR-shaped image set: a `Dataset` that returns one sample, a
+# `torchvision.transforms.v2` pipeline that turns a PIL image into a normalised tensor, and a
+# `DataLoader` that shuffles, batches and (optionally) loads in parallel. Along the way it
+# reproduces the pipeline bugs that cost real projects days: validation data preprocessed
+# differently from training data, a last batch of one sample that crashes BatchNorm,
+# sequences of different lengths that refuse to stack, and worker processes that cannot find
+# a class defined in a notebook.
+
+# %% [markdown]
+# ## You will learn (≈ 45 min)
+#
+# 1. The `Dataset` / `DataLoader` contract, and how to write your own `Dataset`.
+# 2. A `transforms.v2` pipeline (`ToImage` + `ToDtype` replaces the old `ToTensor`), with
+#    per-channel normalisation statistics computed on the **training split only** — and what
+#    a mismatched validation pipeline costs, measured.
+# 3. The `DataLoader` knobs: `batch_size`, `shuffle` (train only), `drop_last` (BatchNorm and
+#    the batch of one), `num_workers` (measured, with the notebook/spawn caveat), `pin_memory`.
+# 4. Batching variable-length sequences with a `collate_fn` and `pad_sequence`.
+# 5. Looking at a batch with its labels before trusting it.
+
+# %%
+from course_utils.setup import setup
+
+setup()
+
+import os
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torchvision.transforms import v2
+
+from course_utils.data import ShapesDataset, toy_sequences
+from course_utils.devices import pick_device, skip_unless_gpu
+from course_utils.exercises import check
+from course_utils.viz.images import show_images
+from course_utils.workers import SlowDataset, time_one_epoch
+
+device = pick_device()
+
+# %% [markdown]
+# ## 1. A `Dataset` answers two questions: how many, and which one
+#
+# A map-style `Dataset` is any object with `__len__` and `__getitem__(i)`. Everything else
+# (batching, shuffling, parallel loading) is the `DataLoader`'s job. The course's image set,
+# `ShapesDataset`, is generated on the fly from a seed (no download): 10 classes of shapes at a
+# random place, size and colour on a noisy background, 32×32 RGB, returned as PIL images like
+# `torchvision.datasets.CIFAR10`.
+
+# %%
+train_set = ShapesDataset("train")
+val_set = ShapesDataset("val")
+print(train_set)
+image, label = train_set[0]
+print(type(image).__name__, image.size, image.mode, "| label", label, "=", train_set.classes[label])
+print("raw storage:", train_set.data.shape, train_set.data.dtype, "| classes:", train_set.classes)
+
+
+# %% [markdown]
+# Writing your own is a few lines. Here is the whole idea behind `ShapesDataset` (and
+# `CIFAR10`): images kept as a uint8 array, turned into a PIL image on access, then passed
+# through an optional `transform`. Loading a file from disk would go in the same place.
+
+# %%
+class ArrayImageDataset(Dataset):
+    """Images in a uint8 array [N, H, W, C] (as if decoded from files) with integer labels."""
+
+    def __init__(self, images: np.ndarray, labels: list[int], transform=None) -> None:
+        self.images, self.labels, self.transform = images, labels, transform
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int):
+        image = Image.fromarray(self.images[index])
+        if self.transform is not None:
+            image = self.transform(image)
+        return image, self.labels[index]
+
+
+mine = ArrayImageDataset(train_set.data[:100], train_set.targets[:100])
+print(len(mine), mine[5][1], np.array_equal(np.asarray(mine[5][0]), np.asarray(train_set[5][0])))
+
+
+# %% [markdown]
+# ## 2. Transforms: from PIL image to a normalised tensor
+#
+# `torchvision.transforms.v2` is the current transforms API. The old `transforms.ToTensor()`
+# did two things at once (convert and rescale to [0, 1]); v2 splits them: `ToImage()` converts
+# to a uint8 tensor `[C, H, W]`, `ToDtype(torch.float32, scale=True)` converts to float and
+# divides by 255. Forget `scale=True` and you get floats between 0 and 255.
+
+# %%
+def describe(t: torch.Tensor) -> str:
+    return f"{type(t).__name__:6} {str(t.dtype):13} shape {tuple(t.shape)} range [{t.min():.4g}, {t.max():.4g}]"
+
+
+print("ToImage()               :", describe(v2.ToImage()(image)))
+print("+ ToDtype(scale=True)   :", describe(v2.ToDtype(torch.float32, scale=True)(v2.ToImage()(image))))
+print("+ ToDtype(scale=False)  :", describe(v2.ToDtype(torch.float32)(v2.ToImage()(image))))
+
+# %% [markdown]
+# ### Normalisation statistics come from the training split
+#
+# `Normalize(mean, std)` subtracts a per-channel mean and divides by a per-channel std, so every
+# input channel is centred with unit spread, which keeps the first layer's activations and
+# gradients in a good range. The statistics are *fitted*, like model weights: compute them on
+# the training images only, then use the same numbers for validation, test and deployment.
+# (Computing them on all data leaks information about the evaluation set into training.)
+#
+# For the statistics we need all training images as one float tensor. The pipeline is
+# deterministic, so we can run it once on the whole split as a batch: v2 transforms accept a
+# `[N, C, H, W]` tensor as well as a single image.
+
+# %%
+to_float = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])
+
+
+def as_batch(dataset: ShapesDataset) -> torch.Tensor:
+    """All images of a split as a uint8 tensor [N, C, H, W]."""
+    return torch.from_numpy(dataset.data).permute(0, 3, 1, 2)
+
+
+train_float = to_float(as_batch(train_set))
+per_channel = train_float.transpose(0, 1).flatten(start_dim=1)  # [C, N*H*W]
+mean, std = per_channel.mean(dim=1), per_channel.std(dim=1)
+print("train mean per channel:", mean)
+print("train std  per channel:", std)
+
+# %% [markdown]
+# The three channels have similar statistics here because the colours are drawn uniformly (the
+# same happens on CIFAR-10: about 0.49/0.48/0.45). On medical, satellite or depth images they
+# differ a lot, which is why the statistics are per channel. Now the pipeline, shared by every
+# split:
+
+# %%
+pipeline = v2.Compose([
+    v2.ToImage(),
+    v2.ToDtype(torch.float32, scale=True),
+    v2.Normalize(mean=mean.tolist(), std=std.tolist()),
+])
+x0, y0 = ShapesDataset("val", transform=pipeline)[0]
+print(describe(x0), "| label", y0)
+normalised = pipeline(as_batch(train_set))
+print("normalised training set: per-channel mean ≈ 0:", bool(normalised.mean(dim=(0, 2, 3)).abs().max() < 1e-4),
+      "| per-channel std:", normalised.std(dim=(0, 2, 3)))
+
+# %% [markdown]
+# ### Pitfall: validation preprocessed differently from training
+#
+# A classic: training goes through `Normalize`, but the evaluation script (written later, by
+# someone else, or copied from another project) forgets it, or uses other statistics. Nothing
+# crashes; the accuracy is just wrong. To measure it we need a trained model: a small CNN, two
+# epochs on the normalised training tensors (notebook 06 explains every line of this loop).
+
+# %%
+train_tensors = TensorDataset(pipeline(as_batch(train_set)).as_subclass(torch.Tensor),
+                              torch.tensor(train_set.targets))
+val_labels = torch.tensor(val_set.targets)
+val_tensors = TensorDataset(pipeline(as_batch(val_set)).as_subclass(torch.Tensor), val_labels)
+
+
+def small_cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 4 * 4, 10),
+    )
+
+
+cnn = small_cnn().to(device)
+loader = DataLoader(train_tensors, batch_size=64, shuffle=True)
+optimizer = torch.optim.Adam(cnn.parameters(), lr=1e-2)
+schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2, total_steps=2 * len(loader))
+for epoch in range(2):
+    cnn.train()
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        F.cross_entropy(cnn(x), y).backward()
+        optimizer.step()
+        schedule.step()
+
+
+def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
+    model.eval()
+    with torch.inference_mode():
+        return (model(images.to(device)).argmax(dim=1).cpu() == labels).float().mean().item()
+
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+val_raw = to_float(as_batch(val_set))
+val_stats = val_raw.mean(dim=(0, 2, 3)), val_raw.std(dim=(0, 2, 3))
+variants = {
+    "same pipeline as training": val_tensors.tensors[0],
+    "val: Normalize forgotten": val_raw,
+    "val: normalised with its own stats": v2.Normalize(val_stats[0].tolist(), val_stats[1].tolist())(val_raw),
+    "val: ToDtype without scale=True": v2.Normalize(mean.tolist(), std.tolist())(as_batch(val_set).float()),
+}
+results = {name: accuracy(cnn, images.as_subclass(torch.Tensor), val_labels) for name, images in variants.items()}
+for name, acc in results.items():
+    print(f"{name:36} val accuracy {acc:6.1%}")
+assert results["same pipeline as training"] > results["val: Normalize forgotten"] + 0.25
+assert results["same pipeline as training"] > results["val: ToDtype without scale=True"] + 0.25
+
+
+# %% [markdown]
+# Same model, same images: forgetting `Normalize` (or the `scale=True` of `ToDtype`) at
+# evaluation time throws most of the accuracy away (guessing would give 10 %). Using the
+# validation set's own statistics changes little here only because both splits come from the
+# same distribution; in deployment there is no "validation batch" to compute statistics from.
+# **Fix:** build one preprocessing pipeline object, fit its statistics on the training split,
+# and use that same object for every split (save the numbers with the model).
+
+# %% [markdown]
+# ### Exercise 1 — `normalization_stats`
+#
+# Write `normalization_stats(images)` for a float tensor `[N, C, H, W]`: return `(mean, std)`,
+# each of shape `[C]`, computed per channel over all images and all pixels.
+
+# %%
+def normalization_stats(images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    ### BEGIN SOLUTION
+    return images.mean(dim=(0, 2, 3)), images.std(dim=(0, 2, 3))
+    ### END SOLUTION
+
+
+# %%
+check("05.normalization_stats", normalization_stats)
+
+# %% [markdown]
+# ## 3. The DataLoader: batches, shuffling and the last batch
+#
+# `DataLoader(dataset, batch_size, shuffle)` draws indices (from a sampler), fetches the
+# samples, and *collates* them: a list of `(image, label)` pairs becomes one image tensor
+# `[B, C, H, W]` and one label tensor `[B]`.
+#
+# Shuffle the training set so each epoch sees the samples in a new order (SGD assumes batches
+# are random draws; a sorted set gives batches of one class at a time). Do **not** shuffle
+# validation or test data: the metric does not change, but a fixed order lets you compare
+# per-sample predictions between runs.
+
+# %%
+train_loader = DataLoader(train_tensors, batch_size=64, shuffle=True)
+val_loader = DataLoader(val_tensors, batch_size=256, shuffle=False)
+images, labels = next(iter(train_loader))
+print("one batch:", tuple(images.shape), images.dtype, "|", tuple(labels.shape), labels.dtype)
+print("first labels, epoch 1:", next(iter(train_loader))[1][:8].tolist())
+print("first labels, epoch 2:", next(iter(train_loader))[1][:8].tolist())
+print("val, twice:           ", next(iter(val_loader))[1][:8].tolist(), next(iter(val_loader))[1][:8].tolist())
+print(f"batches per epoch: train {len(train_loader)}, val {len(val_loader)}")
+
+# %% [markdown]
+# `batch_size` trades memory for gradient noise: bigger batches need more memory (activations
+# scale with it, see notebook 07) and give smoother gradients; start with 32–128 and halve it when
+# memory runs out.
+#
+# ### Pitfall: a last batch of one sample and BatchNorm
+#
+# With 129 training samples and `batch_size=64`, the loader yields 64, 64 and then **1**. A
+# `BatchNorm1d` layer in training mode normalises each feature with the batch's mean and
+# variance, and the variance of one value is undefined:
+
+# %%
+torch.manual_seed(0)
+with_bn = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 32), nn.BatchNorm1d(32), nn.ReLU(),
+                        nn.Linear(32, 10)).to(device)
+subset = TensorDataset(*train_tensors[:129])
+keeps_last = DataLoader(subset, batch_size=64, shuffle=True)
+print("batch sizes:", [len(y) for _, y in keeps_last])
+
+# %% tags=["raises-exception"]
+with_bn.train()
+for x, y in keeps_last:
+    loss = F.cross_entropy(with_bn(x.to(device)), y.to(device))
+
+# %% [markdown]
+# **Fix:** `drop_last=True` on the *training* loader drops the incomplete batch (those samples
+# come back in another position next epoch, since the order is shuffled). Never on the
+# validation loader: there it would silently skip samples. (`BatchNorm2d` does not raise on one
+# image, because it averages over the pixels too, but its statistics from a single image are
+# noisy: the same fix applies.)
+
+# %%
+drops_last = DataLoader(subset, batch_size=64, shuffle=True, drop_last=True)
+print("batch sizes:", [len(y) for _, y in drops_last])
+for x, y in drops_last:
+    loss = F.cross_entropy(with_bn(x.to(device)), y.to(device))
+print("the forward pass works on every batch; last loss", round(loss.item(), 4))
+
+
+# %% [markdown]
+# ### Exercise 2 — `make_loaders`
+#
+# Write `make_loaders(train_ds, val_ds, batch_size)` returning `(train_loader, val_loader)`: the
+# training loader shuffles and drops the last incomplete batch (the model uses BatchNorm); the
+# validation loader keeps the order and every sample.
+
+# %%
+def make_loaders(train_ds, val_ds, batch_size: int) -> tuple[DataLoader, DataLoader]:
+    ### BEGIN SOLUTION
+    train_loader = DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True)
+    val_loader = DataLoader(val_ds, batch_size=batch_size, shuffle=False)
+    return train_loader, val_loader
+    ### END SOLUTION
+
+
+# %%
+check("05.make_loaders", make_loaders)
+
+# %% [markdown]
+# ## 4. `num_workers`: loading in parallel, measured
+#
+# With `num_workers=0` the training process itself fetches every sample, so the model waits
+# while images are read and transformed. With `num_workers=k` the loader starts `k` worker
+# processes that prepare batches in the background. Whether that helps depends on *what* makes
+# `__getitem__` slow. `SlowDataset` (from `course_utils.workers`) wraps a dataset and adds
+# 8 ms per sample, either waiting (like a slow disk or network read) or computing (like heavy
+# decoding or augmentation, which needs a free CPU core). Starting workers costs time too, so
+# the loaders keep them alive between epochs (`persistent_workers=True`) and we time two epochs.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+few_val = TensorDataset(*val_tensors[:64])
+delay_s = 0.008
+floor = len(few_val) * delay_s  # the sleeps/busy loops alone, one after the other
+print(f"floor with num_workers=0: {len(few_val)} samples x {delay_s * 1e3:.0f} ms = {floor:.2f} s; "
+      f"2 workers can at best halve it")
+timings = {}
+for mode in ("wait", "compute"):
+    for workers in (0, 2):
+        loader = DataLoader(SlowDataset(few_val, delay_s=delay_s, mode=mode), batch_size=16,
+                            num_workers=workers, persistent_workers=workers > 0)
+        first, count = time_one_epoch(loader)   # includes starting the worker processes
+        second, _ = time_one_epoch(loader)      # workers already running
+        timings[mode, workers] = second
+        print(f"{mode:7}  num_workers={workers}: epoch 1 {first:.2f} s, epoch 2 {second:.2f} s "
+              f"({second / count * 1e3:.1f} ms per sample, {count} samples)")
+        del loader  # stops the persistent workers
+print(f"this machine: {os.cpu_count()} CPU cores")
+assert count == len(few_val)
+assert timings["wait", 2] < timings["wait", 0]
+assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sample really takes 8 ms
+
+# %% [markdown]
+# Read your numbers against the floor printed first: with `num_workers=0` an epoch cannot be
+# faster than 64 × 8 ms. Time above the floor is the loader's own work (indexing, collating) and,
+# on a busy machine, waiting for a free core: a process that sleeps or spins for 8 ms is not
+# always scheduled again right away, so on a loaded machine the per-sample time can be well above
+# 8 ms, which is the machine, not a bug in the loader. Waiting overlaps well: two workers wait at the same time, so once they run
+# an epoch takes roughly half as long; the first epoch also pays for starting the worker
+# processes (without `persistent_workers` every epoch pays it). Computing only speeds
+# up if there are idle cores: this course's reference machine has **2 cores**, shared with the
+# main process, so the "compute" gain is at most 2× and often smaller; on a laptop with 8 cores
+# it scales further. More workers than free cores only adds process switching and memory
+# (each worker holds its own copy of the dataset object). Try `num_workers` = number of
+# physical cores minus one, and measure, as above.
+#
+# **The notebook caveat.** Worker processes need the dataset object. On Windows and macOS
+# they are started with *spawn*: a fresh Python imports the dataset's class by module name and
+# unpickles the object. A class defined in a notebook cell lives in `__main__`, which the new
+# process cannot import, and the workers die with `AttributeError: Can't get attribute
+# 'MyDataset' on <module '__main__'>`. On Linux the default has been *fork* (the worker is a copy of
+# the kernel process), so the same notebook works there, which makes the bug appear only on a
+# colleague's Mac. Python 3.14 changed Linux's default to *forkserver*, which also starts workers
+# from a fresh process that unpickles the dataset: there the same bug appears on Linux too. The fix is to put datasets used with workers in a `.py` module and import
+# them, as `SlowDataset` is:
+
+# %%
+print("SlowDataset is defined in:", SlowDataset.__module__)
+print("ArrayImageDataset is defined in:", ArrayImageDataset.__module__, "(unreachable for spawned workers)")
+print("start method here:", torch.multiprocessing.get_start_method())
+
+# %% [markdown]
+# ### `pin_memory`: only for copies to a GPU
+#
+# `pin_memory=True` makes the loader put each batch in page-locked host memory, which the GPU
+# can copy from directly, asynchronously, with `x.to(device, non_blocking=True)`. It only
+# matters when batches go to a CUDA device; on a CPU-only machine there is nothing to copy to,
+# so set it from the device instead of hard-coding `True`. The cell below measures the copy
+# speed when a GPU is present.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+loader = DataLoader(train_tensors, batch_size=64, shuffle=True, pin_memory=device.type == "cuda")
+print("pin_memory:", loader.pin_memory)
+if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed"):
+    pageable = torch.randn(128, 3, 64, 64)
+    pinned = pageable.pin_memory()
+
+    def copy_ms(tensor: torch.Tensor, repeats: int = 20) -> float:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            tensor.to(device, non_blocking=True)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / repeats * 1e3
+
+    copy_ms(pinned)  # warm-up
+    print(f"pageable: {copy_ms(pageable):.3f} ms per copy, pinned: {copy_ms(pinned):.3f} ms per copy")
+assert loader.pin_memory == (device.type == "cuda")
+
+# %% [markdown]
+# ## 5. Sequences of different lengths: padding in `collate_fn`
+#
+# The default collate function stacks the samples of a batch, which needs equal shapes. Text,
+# audio and time series come in different lengths:
+
+# %%
+sequences = toy_sequences(n=64, seed=0)
+print("lengths:", [len(tokens) for tokens, _ in sequences[:8]])
+print("first sample:", sequences[0])
+
+# %% tags=["raises-exception"]
+next(iter(DataLoader(sequences, batch_size=4)))
+
+# %% [markdown]
+# **Fix:** pass a `collate_fn` that pads every sequence of the batch to the batch's longest one.
+# `pad_sequence` does the padding (token 0 is reserved for it here). Keep the true lengths: the
+# model needs them to ignore the padded positions (a mask, or `pack_padded_sequence` for RNNs).
+# Padding to the longest of *each batch* rather than of the whole dataset avoids computing on
+# zeros.
+
+# %%
+batch = sequences[:4]
+padded = pad_sequence([tokens for tokens, _ in batch], batch_first=True, padding_value=0)
+print(padded)
+print("mask of real tokens:\n", padded != 0)
+
+
+# %% [markdown]
+# ### Exercise 3 — `pad_collate`
+#
+# Write `pad_collate(batch)` for a list of `(tokens: LongTensor[T_i], label: int)` pairs. Return
+# `(padded, lengths, labels)`: `padded` is `[B, T_max]` padded with 0 (`T_max` = the longest
+# sequence of *this* batch), `lengths` a LongTensor `[B]` of the lengths before padding,
+# `labels` a LongTensor `[B]`. Then the loader after the check uses it.
+
+# %%
+def pad_collate(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ### BEGIN SOLUTION
+    sequences = [tokens for tokens, _ in batch]
+    padded = pad_sequence(sequences, batch_first=True, padding_value=0)
+    lengths = torch.tensor([len(tokens) for tokens in sequences])
+    labels = torch.tensor([label for _, label in batch])
+    return padded, lengths, labels
+    ### END SOLUTION
+
+
+# %%
+check("05.pad_collate", pad_collate)
+
+# %% [markdown]
+# A `DataLoader` with `collate_fn=pad_collate` yields `(padded, lengths, labels)` batches whose
+# width is the longest sequence of *each* batch, so it changes from batch to batch. The cell uses
+# your `pad_collate` once the check above passes, and the course's reference until then.
+
+# %%
+from itertools import islice
+
+from course_utils.checks.nb05 import pad_collate_reference
+
+collate = pad_collate if check("05.pad_collate", pad_collate).passed else pad_collate_reference
+print("collate_fn:", "your pad_collate" if collate is pad_collate
+      else "the reference pad_collate (finish Exercise 3 to use yours)")
+seq_loader = DataLoader(sequences, batch_size=8, collate_fn=collate)
+for padded, lengths, labels in islice(seq_loader, 2):
+    print(f"padded {tuple(padded.shape)}  lengths {lengths.tolist()}  labels {labels.tolist()}")
+    assert padded.shape == (len(lengths), int(lengths.max()))
+
+# %% [markdown]
+# ## 6. Look at a batch before you train on it
+#
+# The cheapest bug detector in deep learning: draw a batch *as the model receives it*, with
+# its labels. Mislabelled data, a label order that does not match the images after shuffling,
+# a wrong colour order or a broken normalisation are visible at a glance. `show_images` undoes
+# the normalisation for display when given the same `mean` and `std`.
+
+# %%
+images, labels = next(iter(DataLoader(train_tensors, batch_size=16, shuffle=True)))
+show_images(images, labels, classes=train_set.classes, mean=mean.tolist(), std=std.tolist(),
+            title="a training batch as the model sees it (normalisation undone for display)")
+plt.show()
+
+# %% [markdown]
+# The same grid with the trained CNN's predictions on validation images (green: right,
+# red: wrong, written as "prediction (label)") shows what the remaining errors look like.
+
+# %%
+val_images = val_tensors.tensors[0][:16]
+cnn.eval()
+with torch.inference_mode():
+    predictions = cnn(val_images.to(device)).argmax(dim=1).cpu()
+show_images(val_images, val_labels[:16], classes=val_set.classes, predictions=predictions,
+            mean=mean.tolist(), std=std.tolist())
+plt.show()
+
+# %% [markdown]
+# ## Key points
+#
+# - A `Dataset` returns one sample (`__len__`, `__getitem__`); the `DataLoader` samples indices,
+#   collates samples into batches and can load them in worker processes.
+# - `transforms.v2`: `ToImage()` + `ToDtype(torch.float32, scale=True)` replaces `ToTensor()`;
+#   v2 transforms work on a single image and on a batch tensor.
+# - Normalisation statistics are fitted on the training split, per channel, and reused unchanged
+#   for every other split; a different validation pipeline silently destroys the accuracy.
+# - Shuffle the training loader only; `drop_last=True` on the training loader when the model has
+#   BatchNorm (a batch of one fails), never on validation.
+# - `num_workers` helps as far as there is waiting to overlap or idle cores to compute on:
+#   measure it. Datasets used with workers belong in an importable module (spawn).
+# - `pin_memory` only matters for copies to a GPU; pad variable-length sequences per batch in
+#   a `collate_fn`, and keep the lengths.
+#
+# ## Further reading
+#
+# - PyTorch docs: *torch.utils.data* (Dataset types, samplers, `collate_fn`, multi-process data
+#   loading and its platform-specific behaviours, memory pinning).
+# - torchvision docs: *Transforming and augmenting images* (transforms v2, "Getting started with
+#   transforms v2").
+# - PyTorch docs: *torch.nn.utils.rnn.pad_sequence* and *pack_padded_sequence*.
+# - PyTorch docs: *BatchNorm1d* / *BatchNorm2d*.
+# - Next: `06_training_loop.ipynb`.

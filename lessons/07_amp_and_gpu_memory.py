@@ -1,0 +1,963 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · AMP and GPU memory: where the bytes go, and how to need fewer
+#
+# "CUDA out of memory" surprises almost everyone the first time: the model file is a few dozen
+# megabytes, the GPU has gigabytes, and training still does not fit. The parameters are rarely
+# the problem. Gradients, optimizer state and above all the **activations** autograd keeps for the
+# backward pass are. This notebook takes training memory apart category by category, predicts each
+# one and then measures it, on a CPU (so everything here runs on your laptop), and then pulls the
+# levers that shrink it: mixed precision, activation checkpointing and gradient accumulation.
+#
+# ## You will learn (≈ 50 min)
+#
+# 1. Account for training memory: parameters, gradients, optimizer state (SGD vs momentum vs
+#    Adam) and activations, predicted first and then measured to the byte.
+# 2. Measure activation memory with saved-tensor hooks and watch it grow with the batch size.
+# 3. Use `torch.autocast` in device-agnostic code, see which operations it runs in 16 bits, and
+#    understand why float16 needs a `GradScaler` (and what it does, step by step) while bfloat16
+#    usually does not.
+# 4. Pull the memory levers (mixed precision, activation checkpointing, gradient accumulation) and
+#    measure what each one costs on this machine.
+# 5. Read a GPU's memory counters: allocated vs reserved, `del`, `empty_cache()`.
+
+# %%
+from course_utils.setup import setup
+
+info = setup(seed=0)
+
+# %% [markdown]
+# ## 1. Where training memory goes
+#
+# During a training step four kinds of tensors are alive at the same time:
+#
+# | category | how big | lives |
+# |---|---|---|
+# | parameters | one copy of every weight | always |
+# | gradients | one `.grad` per trainable parameter | from `backward()` until `zero_grad()` |
+# | optimizer state | 0, 1 or 2 more copies, depending on the optimizer | from the first `step()` on |
+# | activations | what the forward pass saves for backward: grows with batch size and depth | from forward until backward frees it |
+#
+# Bytes are elements × bytes per element: 4 for float32, 2 for float16/bfloat16. We use two models
+# on CIFAR-shaped inputs (3×32×32, 10 classes): an MLP with many parameters and a small CNN with
+# few. Memory does not depend on the pixel values, so random images do.
+
+# %%
+import copy
+import math
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.devices import describe, pick_device, skip_unless_gpu
+from course_utils.exercises import check
+
+device = pick_device()
+print("device:", describe(device))
+
+
+def make_mlp() -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 512), nn.ReLU(),
+                         nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def make_cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),    # 32x32 -> 16x16
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),   # 16x16 -> 8x8
+        nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+torch.manual_seed(0)
+mlp, cnn = make_mlp(), make_cnn()
+for name, model in {"MLP": mlp, "CNN": cnn}.items():
+    n = sum(p.numel() for p in model.parameters())
+    size = sum(p.numel() * p.element_size() for p in model.parameters())
+    print(f"{name}: {n:>9,} parameters in {len(list(model.parameters()))} tensors = {size / 2**20:.2f} MiB in float32")
+
+# %% [markdown]
+# ### 1.1 Optimizer state: look inside after one step
+#
+# An optimizer creates its state lazily, at the first `step()`. So we take one step with each
+# optimizer on a copy of the CNN and read what it stores for the first convolution's weight, then
+# add up every state tensor.
+
+# %%
+images, labels = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
+make_optimizer = {
+    "sgd": lambda params: torch.optim.SGD(params, lr=0.01),
+    "momentum": lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9),
+    "adam": lambda params: torch.optim.Adam(params, lr=1e-3),
+    "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3),
+}
+param_bytes = sum(p.numel() * p.element_size() for p in cnn.parameters())
+stepped = {}
+for name, make in make_optimizer.items():
+    model = copy.deepcopy(cnn)
+    optimizer = make(model.parameters())
+    F.cross_entropy(model(images), labels).backward()
+    optimizer.step()
+    stepped[name] = (model, optimizer)
+    first = optimizer.state[model[0].weight]
+    keys = ", ".join(f"{k}{tuple(v.shape)}" for k, v in first.items()) or "(nothing)"
+    state = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    state_bytes = sum(t.numel() * t.element_size() for t in state)
+    print(f"{name:9s} per parameter: {keys:55s} total {state_bytes:>9,} B "
+          f"= {state_bytes // param_bytes} x params + {state_bytes % param_bytes} B")
+
+
+# %% [markdown]
+# Plain SGD keeps nothing; momentum keeps one buffer per parameter; Adam and AdamW keep two
+# (`exp_avg`, the running mean of the gradient, and `exp_avg_sq`, the running mean of its square),
+# so with Adam the optimizer alone is **twice the model**. The 32 extra bytes are Adam's `step`
+# counters: since PyTorch 2.0 each parameter's step count is a 0-dimensional float32 tensor
+# (4 bytes × 8 parameter tensors). Real, but negligible; the exercise below ignores them.
+#
+# So the "static" part of float32 training with Adam is 4 copies of the parameters: weights,
+# gradients and two moments, 16 bytes per parameter.
+
+# %% [markdown]
+# ### Exercise 1 — `training_memory`
+#
+# Write `training_memory(model, optimizer, dtype)` returning a dict with the bytes of
+# `"params"`, `"grads"` and `"optimizer_state"` for training `model` in `dtype` with optimizer
+# `"sgd"`, `"momentum"`, `"adam"` or `"adamw"`. Frozen parameters (`requires_grad=False`) take
+# parameter memory but get no gradient and no optimizer state. Bytes per element:
+# `torch.tensor([], dtype=dtype).element_size()` (or `dtype.itemsize`).
+
+# %%
+def training_memory(model: nn.Module, optimizer: str, dtype: torch.dtype) -> dict[str, int]:
+    ### BEGIN SOLUTION
+    size = torch.tensor([], dtype=dtype).element_size()
+    n_all = sum(p.numel() for p in model.parameters())
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
+    return {"params": n_all * size, "grads": n_trainable * size,
+            "optimizer_state": copies * n_trainable * size}
+    ### END SOLUTION
+
+
+# %%
+check("07.training_memory", training_memory)
+
+# %% [markdown]
+# ### 1.2 Predicted before, measured after: they agree to the byte
+#
+# `course_utils.memory` does the same accounting (`predict_training_memory`, which *does* count
+# the `step` tensors) and reads the real bytes back from a model and optimizer after a step
+# (`measure_training_memory`: every parameter, every `.grad`, every tensor in
+# `optimizer.state`). Run it on the four stepped copies:
+
+# %%
+from course_utils.memory import format_bytes, measure_training_memory, predict_training_memory
+
+for name, (model, optimizer) in stepped.items():
+    predicted = predict_training_memory(model, name)
+    measured = measure_training_memory(model, optimizer)
+    print(f"{name:9s} params {format_bytes(measured.params)} | grads {format_bytes(measured.grads)} | "
+          f"optimizer state {format_bytes(measured.optimizer_state):>9s} | predicted == measured: "
+          f"{predicted == measured}")
+    assert predicted == measured
+
+# %% [markdown]
+# ## 2. Activations: what autograd keeps for backward
+#
+# To compute gradients, backward needs values from the forward pass: a `Linear` layer needs its
+# input to form the weight gradient, a ReLU needs to know which outputs were positive. Autograd
+# *saves* those tensors when the forward runs and frees them when backward has used them. Those
+# saved tensors are the activation memory, and every one of them has a batch dimension.
+#
+# `torch.autograd.graph.saved_tensors_hooks(pack, unpack)` lets us watch: `pack(t)` is called for
+# every tensor autograd saves. It works on the CPU, no GPU needed. Watch a tiny network:
+
+# %%
+tiny = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+param_names = {p.untyped_storage().data_ptr(): f"parameter {n}" for n, p in tiny.named_parameters()}
+short_names: dict[int, str] = {}  # storage address -> "buffer A", "buffer B", ... (stable output)
+
+
+def pack(t: torch.Tensor) -> torch.Tensor:
+    ptr = t.untyped_storage().data_ptr()
+    what = param_names.get(ptr) or short_names.setdefault(ptr, f"buffer {'ABCDEFGH'[len(short_names)]}")
+    print(f"saved {str(tuple(t.shape)):7s} {str(t.dtype):13s} -> {what}")
+    return t.detach()  # not `t` itself: see below
+
+
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    out = tiny(torch.randn(3, 4))
+
+
+# %% [markdown]
+# Four saves, but only two new buffers:
+#
+# - **buffer A** is the input, saved by the first `Linear` for its weight gradient;
+# - **buffer B** is the ReLU output, saved **twice**: by the ReLU and by the second `Linear` as its
+#   input. Same storage, so it costs memory once: count *storages*, not save calls;
+# - the second `Linear` also saves its weight (a transposed view), but parameters exist anyway.
+#
+# Why `t.detach()` and not `t`: when the saved tensor is an operation's *output* (the ReLU saves
+# its result), handing the same tensor back makes it point to its own `grad_fn`, which owns it.
+# That cycle runs through C++; if no `backward()` follows, not even `gc.collect()` frees the
+# graph. A memory meter that leaks memory would be a poor meter.
+
+# %% [markdown]
+# ### Exercise 2 — `saved_activation_bytes`
+#
+# Write `saved_activation_bytes(model, x)`: run `model(x)` under `saved_tensors_hooks` and return
+# the bytes of the **distinct** storages autograd saves, leaving out the model's parameters. Use
+# `t.untyped_storage().data_ptr()` to recognise a storage and `.nbytes()` for its size.
+
+# %%
+def saved_activation_bytes(model: nn.Module, x: torch.Tensor) -> int:
+    ### BEGIN SOLUTION
+    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in param_storages:
+            sizes[storage.data_ptr()] = storage.nbytes()
+        return t.detach()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+    ### END SOLUTION
+
+
+# %%
+check("07.saved_activation_bytes", saved_activation_bytes)
+
+# %% [markdown]
+# ### 2.1 Activation memory grows with the batch
+#
+# `course_utils.memory.activation_bytes(model, x, loss_fn, target)` is the same meter (plus the
+# loss). We measure the CNN at several batch sizes and compare with an estimate written by hand,
+# layer by layer. Note the int64 tensors: max-pooling saves *which* input won each window (8-byte
+# indices), and the loss saves the labels.
+
+# %%
+from course_utils.memory import activation_bytes
+from course_utils.viz.memory import plot_activation_vs_batch
+
+
+def cnn_activation_estimate(batch: int) -> int:
+    floats = (3 * 32 * 32      # the input, saved by conv 1
+              + 32 * 32 * 32   # ReLU 1 output (also what max-pool 1 saves)
+              + 32 * 16 * 16   # pooled map, saved by conv 2
+              + 64 * 16 * 16   # ReLU 2 output
+              + 64 * 8 * 8     # pooled map, flattened (a view), saved by the first Linear
+              + 128 + 10)      # ReLU 3 output; the log-softmax inside cross_entropy
+    int64 = 32 * 16 * 16 + 64 * 8 * 8 + 1  # max-pool indices; the label
+    return batch * (4 * floats + 8 * int64)
+
+
+batch_sizes = [1, 2, 4, 8, 16, 32]
+measured = []
+for b in batch_sizes:
+    x, y = torch.randn(b, 3, 32, 32), torch.randint(0, 10, (b,))
+    measured.append(activation_bytes(cnn, x, F.cross_entropy, y))
+for b, m in zip(batch_sizes, measured):
+    print(f"batch {b:2d}: measured {format_bytes(m):>10s}, by hand {format_bytes(cnn_activation_estimate(b)):>10s}")
+cnn_per_sample = measured[-1] / batch_sizes[-1]
+plot_activation_vs_batch(batch_sizes, measured, [cnn_activation_estimate(b) for b in batch_sizes])
+plt.show()
+
+# %% [markdown]
+# A straight line: about 349 KiB per image, and the estimate matches within the 4-byte scalar
+# the loss also saves. Halve the batch and you halve this part of the memory; that is why
+# lowering the batch size is the first thing to try after an out-of-memory error.
+#
+# ### 2.2 The whole picture
+#
+# Put the four categories side by side for both models at batch 64, with SGD and with Adam:
+
+# %%
+from course_utils.viz.memory import plot_memory_breakdown
+
+breakdowns = {}
+x64, y64 = torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))
+for model_name, model in {"CNN": cnn, "MLP": mlp}.items():
+    activations = activation_bytes(model, x64, F.cross_entropy, y64)
+    for opt_name in ("sgd", "adam"):
+        breakdowns[f"{model_name} + {opt_name}"] = (
+            predict_training_memory(model, opt_name).with_activations(activations))
+for label, b in breakdowns.items():
+    print(f"{label:10s} total {format_bytes(b.total):>10s}; activations {b.activations / b.total:4.0%}, "
+          f"optimizer state {b.optimizer_state / b.total:4.0%}")
+plot_memory_breakdown(breakdowns, title="float32 training at batch 64")
+plt.show()
+
+# %% [markdown]
+# The CNN has 3× fewer parameters than the MLP, yet needs more memory: its activations (big
+# feature maps at every layer) are about three quarters of the total or more (the
+# percentages printed above). The MLP is the opposite: its
+# weights, gradients and Adam moments dominate and its activations are small. Which lever helps
+# depends on which bar is long.
+#
+# The calculator below uses the CNN's measured activations per image. Move the sliders: parameters
+# scale the first three bars, batch size the last; the precision menu is the subject of the next
+# sections.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from course_utils.widgets.memory_calculator import memory_calculator
+
+cnn_params = sum(p.numel() for p in cnn.parameters())
+calculator = memory_calculator(cnn_per_sample, n_params=cnn_params, batch_size=64, model_name="CNN")
+assert len(calculator.children) == 4
+calculator
+
+# %%
+memory_calculator(cnn_per_sample, n_params=cnn_params, batch_size=64, model_name="CNN", static=True)
+plt.show()
+
+# %% [markdown]
+# ## 3. Number formats: float32, float16, bfloat16
+#
+# Both 16-bit formats halve the memory of whatever is stored in them, but they spend their 16 bits
+# differently. float16 keeps 10 mantissa bits (precision) and only 5 exponent bits (range);
+# bfloat16 keeps float32's 8 exponent bits (the same range) and only 7 mantissa bits.
+
+# %%
+layouts = {torch.float32: (8, 23), torch.float16: (5, 10), torch.bfloat16: (8, 7)}
+print(f"{'dtype':15s} exp mant  {'largest':>10s} {'smallest normal':>16s} {'smallest subnormal':>19s} {'eps':>10s}")
+for dtype, (exponent, mantissa) in layouts.items():
+    fi = torch.finfo(dtype)
+    print(f"{str(dtype):15s} {exponent:3d} {mantissa:4d}  {fi.max:10.4g} {fi.smallest_normal:16.4g} "
+          f"{fi.smallest_normal * fi.eps:19.4g} {fi.eps:10.4g}")
+
+# %%
+examples = {"70000 (above float16's max)": 70000.0, "1e-8 (below float16's subnormals)": 1e-8,
+            "1 + 2**-9 (needs 9 mantissa bits)": 1 + 2**-9, "257 (needs 9 significant bits)": 257.0,
+            "0.1": 0.1}
+print(f"{'value':36s} {'float16':>12s} {'bfloat16':>12s}")
+for label, value in examples.items():
+    v = torch.tensor(value)
+    print(f"{label:36s} {v.half().item():12.6g} {v.bfloat16().item():12.6g}")
+
+# %% [markdown]
+# - float16 **overflows** above 65504 and **rounds to zero** below about 3e-8 (half its smallest
+#   subnormal, 5.96e-8): a gradient of 1e-8 simply disappears. Between that and its smallest normal
+#   number, 6.1e-5, it is *subnormal*: it keeps fewer significant bits the smaller the value gets.
+#   It is the more precise format inside its normal range.
+# - bfloat16 has the range of float32, so neither problem occurs, but it keeps only about 3
+#   significant digits: 257 becomes 256 and 1 + 2⁻⁹ becomes 1.
+#
+# That is why mixed precision is *mixed*: the weights and the optimizer's update stay in float32
+# (a small update added to a large weight would be rounded away in 16 bits), and only the bulk
+# arithmetic of the forward and backward passes runs in 16 bits.
+
+# %% [markdown]
+# ## 4. `torch.autocast`: which operations run in 16 bits
+#
+# Inside `with torch.autocast(device_type, dtype):` PyTorch casts, op by op, the inputs of
+# operations that are safe and fast in 16 bits (matrix multiplications, convolutions) and keeps or
+# promotes to float32 the ones that need range or accuracy (losses, some reductions). The model's
+# parameters are not converted; autocast makes 16-bit copies on the fly.
+#
+# **What changed.** Older code (including many tutorials) writes `torch.cuda.amp.autocast()` and
+# `torch.cuda.amp.GradScaler()`. Both are deprecated. Here is what they say today:
+
+# %% tags=["deprecated-on-purpose"]
+import warnings
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    old_scaler = torch.cuda.amp.GradScaler()  # the old spelling, on purpose
+    with torch.cuda.amp.autocast():
+        pass
+for warning in caught:
+    print(f"{warning.category.__name__}: {warning.message}")
+print("old scaler enabled:", old_scaler.is_enabled())
+
+# %% [markdown]
+# Besides the `FutureWarning`s, on a machine without CUDA the old objects quietly **switch
+# themselves off** (the `UserWarning`s): old AMP code on a CPU runs in plain float32 without
+# telling you unless you read the warnings. Write `torch.autocast(device_type=..., dtype=...)` and
+# `torch.amp.GradScaler(device_type)` instead; the same code then runs on CPU and GPU.
+# Device-agnostic choice of the 16-bit type: float16 on CUDA (the universal choice: every NVIDIA
+# GPU with tensor cores runs it fast), bfloat16 on the CPU (the type CPU autocast supports best).
+# On Ampere and newer GPUs (compute capability 8.0+) bfloat16 runs at the same tensor-core speed
+# and needs no scaler, so prefer it there (`torch.cuda.is_bf16_supported()`); this notebook uses
+# float16 on CUDA so that the scaler has something to do. `torch.amp.GradScaler` documents
+# `"cuda"` and `"cpu"`; recent releases also accept `"mps"` (Apple GPUs), where the support is
+# newer, so without a CUDA GPU this notebook runs its mixed-precision cells on the CPU.
+
+# %%
+amp_device = device if device.type == "cuda" else torch.device("cpu")
+amp_dtype = torch.float16 if amp_device.type == "cuda" else torch.bfloat16
+print(f"mixed precision in this notebook: torch.autocast(device_type={amp_device.type!r}, dtype={amp_dtype})")
+
+
+def autocast_dtypes(device_type: str, dtype: torch.dtype) -> dict[str, torch.dtype]:
+    """Run a few common operations under autocast and report the dtype of each result."""
+    dev = torch.device(device_type)
+    a, w = torch.randn(8, 16, device=dev), torch.randn(16, 16, device=dev)
+    img, kernel = torch.randn(2, 3, 8, 8, device=dev), torch.randn(4, 3, 3, 3, device=dev)
+    target = torch.randint(0, 16, (8,), device=dev)
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        h = a @ w
+        return {"a @ w": h.dtype, "F.linear(a, w)": F.linear(a, w).dtype,
+                "F.conv2d(img, kernel)": F.conv2d(img, kernel).dtype, "h.relu()": h.relu().dtype,
+                "h.softmax(1)": h.softmax(1).dtype, "F.layer_norm(h)": F.layer_norm(h, (16,)).dtype,
+                "h.exp()": h.exp().dtype, "h.sum()": h.sum().dtype,
+                "h + a   (a is float32)": (h + a).dtype,
+                "F.cross_entropy(h, t)": F.cross_entropy(h, target).dtype,
+                "F.mse_loss(h, a)": F.mse_loss(h, a).dtype}
+
+
+for op, dtype in autocast_dtypes("cpu", torch.bfloat16).items():
+    print(f"cpu  bfloat16: {op:24s} -> {dtype}")
+
+# %% [markdown]
+# On the CPU: matmul, linear and convolution run in bfloat16; ReLU, softmax, layer norm, `exp` and
+# `sum` simply follow their (bfloat16) input; adding a float32 tensor promotes the result to
+# float32 by the usual type-promotion rules; both losses are computed in float32. The lists are
+# **not the same on every device**: CUDA's autocast runs softmax, log-softmax, layer norm, `exp`
+# and `sum` in float32. Inspect, do not assume; the next cell shows CUDA's answers on a GPU.
+
+# %%
+if skip_unless_gpu("the same table for CUDA float16 autocast"):
+    for op, dtype in autocast_dtypes("cuda", torch.float16).items():
+        print(f"cuda float16: {op:24s} -> {dtype}")
+
+# %% [markdown]
+# And a whole training step: the weights and their gradients stay float32; only the work in
+# between is 16-bit.
+
+# %%
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(amp_device)
+xb, yb = torch.randn(8, 16, device=amp_device), torch.randint(0, 4, (8,), device=amp_device)
+with torch.autocast(device_type=amp_device.type, dtype=amp_dtype):
+    logits = net(xb)
+    loss = F.cross_entropy(logits, yb)
+loss.backward()
+print(f"weight {net[0].weight.dtype} | logits {logits.dtype} | loss {loss.dtype} | "
+      f"weight.grad {net[0].weight.grad.dtype}")
+
+# %% [markdown]
+# ## 5. float16 underflow, and what `GradScaler` does about it
+#
+# ### 5.1 Reproduce the underflow
+#
+# First the numbers alone: convert a few small values to each 16-bit format. 3e-8 and 2.9e-8 sit on
+# either side of float16's rounding-to-zero threshold (2.98e-8, half the smallest subnormal).
+
+# %%
+small = torch.tensor([1e-3, 1e-5, 1e-7, 3e-8, 2.9e-8, 1e-8])
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    print(f"{str(dtype):15s}", [f"{v:.3g}" for v in small.to(dtype).float().tolist()])
+
+# %% [markdown]
+# In float16, 1e-7 (subnormal) comes back as 1.19e-7, with 2 significant bits left; 3e-8 rounds *up*
+# to the smallest subnormal; 2.9e-8 and 1e-8 round to zero. bfloat16 keeps all of them (roughly).
+#
+# Now inside backpropagation. Deep networks routinely produce activation gradients this small;
+# our tiny regression network would not, so we multiply its loss by `1e-5` to put its gradients
+# in that range. We compare the first layer's weight gradient in float32, under float16 autocast,
+# and under float16 autocast with the loss multiplied by 2¹⁶ before backward (and the gradient
+# divided by 2¹⁶ afterwards, in float32). Autocast with float16 works on the CPU too (slowly),
+# so this runs everywhere.
+
+# %%
+torch.manual_seed(0)
+reg = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1)).to(amp_device)
+xr, yr = torch.randn(256, 32, device=amp_device), torch.randn(256, 1, device=amp_device)
+LOSS_WEIGHT = 1e-5
+
+
+def first_layer_grad(use_fp16: bool, scale: float = 1.0) -> torch.Tensor:
+    reg.zero_grad()
+    with torch.autocast(device_type=amp_device.type, dtype=torch.float16, enabled=use_fp16):
+        loss = LOSS_WEIGHT * F.mse_loss(reg(xr), yr)
+    (loss * scale).backward()
+    return reg[0].weight.grad / scale
+
+
+def rel_error(g: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((g - ref).norm() / ref.norm())
+
+
+g32 = first_layer_grad(False)
+results = {"float32": g32, "float16": first_layer_grad(True),
+           "float16, loss x 2**16": first_layer_grad(True, scale=2.0**16)}
+print(f"typical float32 gradient entry: {g32.abs().median():.2g}")
+for name, g in results.items():
+    print(f"{name:22s} exact zeros {(g == 0).float().mean():6.1%}   relative error {rel_error(g, g32):.0e}")
+
+# %% [markdown]
+# Under float16 every single gradient entry of the first layer is **exactly zero**: the values
+# flowing backward fell below half of float16's smallest subnormal and were rounded to zero. The optimizer would
+# see zero gradients and the layer would never learn, with no error message. Multiplying the loss
+# first shifts every gradient up by the same factor, into float16's range (the chain rule is
+# linear); dividing afterwards in float32 restores the true size. That is **loss scaling**.
+#
+# ### 5.2 `GradScaler` step by step
+#
+# `torch.amp.GradScaler` automates loss scaling and picks the factor dynamically. One step,
+# taken apart (Adam, so that a step visibly moves the weights):
+
+# %%
+scaler = torch.amp.GradScaler(amp_device.type, init_scale=2.0**16, growth_interval=2)
+optimizer = torch.optim.Adam(reg.parameters(), lr=1e-3)
+optimizer.zero_grad()
+with torch.autocast(device_type=amp_device.type, dtype=torch.float16):
+    loss = LOSS_WEIGHT * F.mse_loss(reg(xr), yr)
+
+scaled = scaler.scale(loss)
+print(f"1. scale:     loss {loss.item():.4g} x {scaler.get_scale():g} = {scaled.item():.4g}")
+scaled.backward()
+grad = reg[0].weight.grad
+print(f"2. backward:  first-layer grads {grad.abs().median():.2g} (scaled), exact zeros {(grad == 0).float().mean():.1%}")
+scaler.unscale_(optimizer)  # one fused op per device: divide every grad AND check it for inf/NaN
+print(f"3. unscale_:  grads divided by the scale in float32; relative error vs float32 {rel_error(grad, g32):.0e}")
+found_inf = sum(v.item() for v in scaler._found_inf_per_device(optimizer).values())  # private: only to show it
+finite = all(bool(torch.isfinite(p.grad).all()) for p in reg.parameters())
+print(f"4. (same op)  unscale_ recorded found_inf = {found_inf:g}; our own re-check: all finite = {finite}")
+before = [p.detach().clone() for p in reg.parameters()]
+scaler.step(optimizer)  # reads the recorded found_inf (calls unscale_ first only if you did not)
+moved = any(not torch.equal(b, p) for b, p in zip(before, reg.parameters()))
+print(f"5. step:      reads found_inf, no new check: 0, so optimizer.step() ran; weights changed = {moved}")
+assert found_inf == 0 and finite and moved
+scaler.update()
+print(f"6. update:    scale {scaler.get_scale():g} (it grows only after growth_interval=2 good steps in a row)")
+
+# %% [markdown]
+# You normally write only `scaler.scale(loss).backward()`, `scaler.step(optimizer)` and
+# `scaler.update()`; `scaler.step` calls `unscale_` itself (division and inf/NaN check) unless you already did. Call `scaler.unscale_(optimizer)`
+# explicitly only when you need the true gradients before the step, e.g. for gradient clipping.
+#
+# **The dynamic part.** Too large a scale overflows instead: a gradient above 65504 becomes `inf`.
+# Then `scaler.step` **skips** the update (the weights stay as they were) and `update()` halves the
+# scale. After `growth_interval` good steps in a row, `update()` doubles it again. Start far too
+# high and watch it settle:
+
+# %%
+scaler = torch.amp.GradScaler(amp_device.type, init_scale=2.0**37, growth_interval=3)
+for step in range(12):
+    optimizer.zero_grad()
+    with torch.autocast(device_type=amp_device.type, dtype=torch.float16):
+        loss = LOSS_WEIGHT * F.mse_loss(reg(xr), yr)
+    scaler.scale(loss).backward()
+    scale_before = scaler.get_scale()
+    weight_before = reg[0].weight.detach().clone()
+    scaler.step(optimizer)
+    scaler.update()
+    skipped = torch.equal(weight_before, reg[0].weight)
+    print(f"step {step:2d}: scale 2^{math.log2(scale_before):.0f} -> "
+          + ("inf/NaN in the gradients: step SKIPPED, scale halved" if skipped else "step applied"))
+    assert skipped == (scaler.get_scale() < scale_before)
+
+
+# %% [markdown]
+# A few skipped steps at the start are normal and cheap; the scaler then hovers just below the
+# largest factor that does not overflow, growing to test for more room and backing off when it
+# overflows. Frequent skips later in training are a signal worth logging.
+#
+# With **bfloat16** the range is float32's, so gradients do not underflow and you can leave the
+# scaler out (or create it with `enabled=False`, which turns all its methods into pass-throughs).
+# Writing the scaler in anyway keeps one code path for float16 GPUs and bfloat16 CPUs.
+
+# %% [markdown]
+# ### Exercise 3 — `amp_train_step`
+#
+# Write `amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type)`: one mixed-precision
+# training step that clears the old gradients, runs the forward pass and the loss under
+# `torch.autocast(device_type=device_type, dtype=...)` (bfloat16 on `"cpu"`, float16 on
+# `"cuda"`), backpropagates the **scaled** loss, steps through the scaler, updates the scale, and
+# returns the unscaled loss as a Python float. The checker runs it on the CPU with a real
+# `GradScaler("cpu")` that records its calls, including a step whose gradients overflow.
+
+# %%
+def amp_train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn, optimizer,
+                   scaler: torch.amp.GradScaler, device_type: str) -> float:
+    ### BEGIN SOLUTION
+    optimizer.zero_grad(set_to_none=True)
+    amp_dtype = torch.bfloat16 if device_type == "cpu" else torch.float16
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+    ### END SOLUTION
+
+
+# %%
+check("07.amp_train_step", amp_train_step)
+
+# %% [markdown]
+# ## 6. Speed and memory, measured on this machine
+#
+# Mixed precision is sold as "faster and smaller". Smaller is arithmetic; faster depends entirely
+# on the hardware having fast 16-bit units. Time a training step of a small MLP in float32 and
+# under autocast here:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+torch.manual_seed(0)
+speed_net = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10)).to(amp_device)
+speed_opt = torch.optim.SGD(speed_net.parameters(), lr=0.01)
+xs, ys = torch.randn(128, 256, device=amp_device), torch.randint(0, 10, (128,), device=amp_device)
+
+
+def sync() -> None:
+    if amp_device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def seconds_per_step(use_amp: bool, repeats: int = 3) -> float:
+    def step() -> None:
+        speed_opt.zero_grad()
+        with torch.autocast(device_type=amp_device.type, dtype=amp_dtype, enabled=use_amp):
+            loss = F.cross_entropy(speed_net(xs), ys)
+        loss.backward()
+        speed_opt.step()
+    step()  # warm-up
+    sync()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    sync()
+    return (time.perf_counter() - start) / repeats
+
+
+t32, t16 = seconds_per_step(False), seconds_per_step(True)
+print(f"{amp_device.type} capability: {torch.backends.cpu.get_cpu_capability() if amp_device.type == 'cpu' else describe(amp_device)}")
+print(f"float32: {t32 * 1e3:.2f} ms/step | autocast {amp_dtype}: {t16 * 1e3:.2f} ms/step | "
+      f"float32 time / autocast time = {t32 / t16:.2f}")
+assert t32 > 0 and t16 > 0
+
+# %% [markdown]
+# Read the ratio your machine printed. On the machine this course was built on (a CPU with AVX2
+# but no bfloat16 instructions) the autocast step was **several times slower** than float32 (a
+# ratio around 0.2): without hardware support every bfloat16 operation converts back and forth,
+# and the converted weights are extra work. The textbook speed-up needs 16-bit hardware: tensor
+# cores on NVIDIA GPUs (float16 since Volta, bfloat16 since Ampere), or CPUs with AVX-512 BF16 /
+# AMX. So on a plain laptop CPU, use autocast to *learn* it, not to go faster; the GPU cell below
+# measures the real thing where a GPU exists.
+#
+# Memory is a different story: it is arithmetic, so it shows up on any machine. Measure what the
+# CNN saves for backward at batch 16, in float32 and under CPU autocast:
+
+# %%
+from course_utils.memory import SavedTensorsMeter
+
+x16, y16 = torch.randn(16, 3, 32, 32), torch.randint(0, 10, (16,))
+with SavedTensorsMeter(exclude=cnn) as fp32_meter:
+    F.cross_entropy(cnn(x16), y16)
+with SavedTensorsMeter(exclude=cnn) as bf16_meter, torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+    F.cross_entropy(cnn(x16), y16)
+for name, meter in {"float32": fp32_meter, "bfloat16 autocast": bf16_meter}.items():
+    parts = ", ".join(f"{dtype} {format_bytes(n)}" for dtype, n in meter.by_dtype().items())
+    print(f"{name:18s} {format_bytes(meter.bytes):>10s}  ({parts})")
+print(f"ratio: {bf16_meter.bytes / fp32_meter.bytes:.3f}; bfloat16 copies of the weights among them: "
+      f"{format_bytes(2 * cnn_params)}")
+
+# %% [markdown]
+# The float activations are halved, but two things keep the total well above one half:
+# max-pooling's int64 indices do not shrink, and autocast **adds** bfloat16 copies of the weights,
+# which the backward pass needs and which count as saved tensors too (2 bytes per parameter).
+# Parameters, gradients and Adam's moments stay float32, so for a parameter-heavy model like the
+# MLP the saving from autocast alone is small. (The calculator's "AMP" setting uses the simple rule
+# "half the float32 activations + 2 bytes per parameter"; for this CNN it is optimistic because of
+# the int64 indices. Measure when it matters.)
+#
+# On a GPU, the next cell measures the peak allocated memory and the speed of a full training step
+# of the CNN (Adam) in float32 and with float16 autocast + `GradScaler`.
+
+# %%
+if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs float16 autocast"):
+    from course_utils.memory import cuda_memory, cuda_peak
+
+    gpu = torch.device("cuda")
+    xg, yg = torch.randn(512, 3, 32, 32, device=gpu), torch.randint(0, 10, (512,), device=gpu)
+    measurements = {}
+    for label, use_amp in (("float32", False), ("float16 autocast", True)):
+        torch.manual_seed(0)
+        model = make_cnn().to(gpu)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        gpu_scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+
+        def gpu_step() -> None:
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type="cuda", dtype=torch.float16, enabled=use_amp):
+                loss = F.cross_entropy(model(xg), yg)
+            gpu_scaler.scale(loss).backward()
+            gpu_scaler.step(opt)
+            gpu_scaler.update()
+
+        gpu_step()  # creates Adam's state: measure the steady state after it
+        _, extra = cuda_peak(gpu_step, gpu)
+        peak = cuda_memory(gpu)["peak_allocated"]
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(20):
+            gpu_step()
+        torch.cuda.synchronize()
+        measurements[label] = (peak, (time.perf_counter() - start) / 20)
+        print(f"{label:17s} peak allocated {format_bytes(peak):>10s} (step adds {format_bytes(extra)}), "
+              f"{measurements[label][1] * 1e3:.2f} ms/step")
+        del model, opt
+    (p32, s32), (p16, s16) = measurements["float32"], measurements["float16 autocast"]
+    print(f"autocast: peak memory x{p16 / p32:.2f}, speed-up x{s32 / s16:.2f} "
+          f"(a model this small is partly launch-bound; larger models gain more)")
+    assert p32 > 0 and p16 > 0 and s32 > 0 and s16 > 0
+
+# %% [markdown]
+# ## 7. Two more memory levers, and what they cost
+#
+# ### 7.1 Activation checkpointing: trade compute for memory
+#
+# `torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)` runs `block` without saving
+# its internal activations; it keeps only the block's input and re-runs the block's forward during
+# backward to get them back. (`use_reentrant=False` is the recommended implementation; the older
+# reentrant one has more restrictions, and leaving the argument out prints a warning asking you to
+# choose.) We compare a deep MLP with and without checkpointing each block: bytes saved for
+# backward, and gradients.
+
+# %%
+from torch.utils.checkpoint import checkpoint
+
+
+class DeepMLP(nn.Module):
+    def __init__(self, width: int = 256, n_blocks: int = 4, layers_per_block: int = 3) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            nn.Sequential(*[m for _ in range(layers_per_block) for m in (nn.Linear(width, width), nn.ReLU())])
+            for _ in range(n_blocks))
+        self.head = nn.Linear(width, 10)
+        self.use_checkpoint = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False) if self.use_checkpoint else block(x)
+        return self.head(x)
+
+
+torch.manual_seed(0)
+plain = DeepMLP()
+checkpointed = copy.deepcopy(plain)
+checkpointed.use_checkpoint = True
+xd, yd = torch.randn(128, 256), torch.randint(0, 10, (128,))
+saved = {}
+for name, model in {"plain": plain, "checkpointed": checkpointed}.items():
+    with SavedTensorsMeter(exclude=model) as meter:
+        loss = F.cross_entropy(model(xd), yd)
+    loss.backward()
+    saved[name] = meter.bytes
+    print(f"{name:13s} saved for backward: {format_bytes(meter.bytes)}")
+print(f"checkpointing keeps {saved['checkpointed'] / saved['plain']:.0%} of the activations")
+print("identical gradients:", all(torch.equal(a.grad, b.grad)
+                                  for a, b in zip(plain.parameters(), checkpointed.parameters())))
+
+
+# %% [markdown]
+# Without checkpointing, every ReLU output of every block stays alive (12 of them, plus the input);
+# with it, only the 4 block inputs (and what the head and loss save). During backward, one block
+# at a time is recomputed, so the real peak adds one block's activations back. The gradients are
+# bit-for-bit the same: the recomputation is the same arithmetic. The price is time:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def seconds_per_forward_backward(model: nn.Module, repeats: int = 3) -> float:
+    def run() -> None:
+        model.zero_grad()
+        F.cross_entropy(model(xd), yd).backward()
+    run()  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        run()
+    return (time.perf_counter() - start) / repeats
+
+
+t_plain, t_ckpt = seconds_per_forward_backward(plain), seconds_per_forward_backward(checkpointed)
+print(f"plain {t_plain * 1e3:.1f} ms, checkpointed {t_ckpt * 1e3:.1f} ms per forward+backward "
+      f"(x{t_ckpt / t_plain:.2f})")
+assert t_plain > 0 and t_ckpt > 0
+
+# %% [markdown]
+# In theory the price is one extra forward pass, about a third of forward + backward. With layers
+# this small on a CPU the checkpointing bookkeeping adds more: read the ratio printed above (a busy
+# shared CPU makes single timings jump around; run the cell again). On large layers
+# the ratio approaches the theoretical ×1.33. Checkpoint the blocks whose activations are large and
+# cheap to recompute.
+#
+# ### 7.2 Gradient accumulation: a big batch in small pieces
+#
+# Activations scale with the batch you run at once, so split a batch into micro-batches, call
+# `backward()` on each (which frees its activations) and step once. Dividing each micro-batch loss
+# by the number of micro-batches makes the summed gradients equal the big batch's (notebook 03 has
+# the details).
+
+# %%
+xa, ya = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+whole, pieces = copy.deepcopy(cnn), copy.deepcopy(cnn)
+with SavedTensorsMeter(exclude=whole) as big_batch:
+    loss = F.cross_entropy(whole(xa), ya)
+loss.backward()
+
+micro_batches = 4
+per_micro = []
+for x_part, y_part in zip(xa.chunk(micro_batches), ya.chunk(micro_batches)):
+    # chunk() returns views of xa's storage and the meter counts whole storages: clone, as a
+    # DataLoader would hand over separate micro-batches
+    x_part, y_part = x_part.clone(), y_part.clone()
+    with SavedTensorsMeter(exclude=pieces) as meter:
+        loss = F.cross_entropy(pieces(x_part), y_part) / micro_batches
+    loss.backward()  # frees this micro-batch's activations before the next one
+    per_micro.append(meter.bytes)
+print(f"batch of 32 at once: {format_bytes(big_batch.bytes)} of activations")
+print(f"4 micro-batches of 8: {format_bytes(max(per_micro))} at a time")
+print("same gradients (to float32 rounding):", all(torch.allclose(a.grad, b.grad, atol=1e-6)
+                                                   for a, b in zip(whole.parameters(), pieces.parameters())))
+
+
+# %% [markdown]
+# A quarter of the activation memory for the same gradients. Parameters, gradients and optimizer
+# state do not shrink, and BatchNorm would see micro-batches, not the whole batch. The cost in time:
+# four smaller forward and backward passes instead of one, which use the hardware less efficiently.
+# Measured here:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def accumulation_seconds(n_micro: int, repeats: int = 3) -> tuple[float, nn.Module]:
+    model = copy.deepcopy(cnn)
+    parts = [(x.clone(), y.clone()) for x, y in zip(xa.chunk(n_micro), ya.chunk(n_micro))]
+
+    def run() -> None:
+        model.zero_grad()
+        for x_part, y_part in parts:
+            (F.cross_entropy(model(x_part), y_part) / n_micro).backward()
+    run()  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        run()
+    return (time.perf_counter() - start) / repeats, model
+
+
+t_whole, model_whole = accumulation_seconds(1)
+t_accum, model_accum = accumulation_seconds(micro_batches)
+print(f"1 x 32: {t_whole * 1e3:.1f} ms, {micro_batches} x 8: {t_accum * 1e3:.1f} ms per forward+backward "
+      f"(x{t_accum / t_whole:.2f})")
+assert t_whole > 0 and t_accum > 0
+assert all(torch.allclose(a.grad, b.grad, atol=1e-6)
+           for a, b in zip(model_whole.parameters(), model_accum.parameters()))
+
+# %% [markdown]
+# Read the ratio printed above (a busy shared CPU makes it jump around; run the cell again). On
+# this course's CPU, with one torch thread, the four micro-batches take somewhat longer than one
+# batch of 32: every micro-batch pays the per-layer overheads again, and smaller operations run
+# less efficiently. On a GPU, small batches can leave much of the chip idle, and the slowdown can
+# be larger. Accumulation buys memory, not speed.
+#
+# ## 8. Freeing memory: `del`, allocated vs reserved, `empty_cache()`
+#
+# PyTorch frees a tensor as soon as its last reference disappears (Python reference counting; no
+# waiting for the garbage collector). "Leaks" are almost always references you keep without
+# meaning to. The classic one: summing losses as tensors in an evaluation loop that forgot
+# `no_grad()`. Each loss drags its whole graph, with all saved activations, along. The meter can
+# tell how much of what it saw is still held:
+
+# %%
+with SavedTensorsMeter(exclude=mlp) as leaky:
+    total = 0.0
+    for _ in range(5):
+        xv, yv = torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))
+        total = total + F.cross_entropy(mlp(xv), yv)  # a tensor: keeps this batch's graph alive
+print(f"summing loss tensors: {format_bytes(leaky.alive_bytes())} still held by 5 graphs")
+del total
+print(f"after `del total`:    {format_bytes(leaky.alive_bytes())}")
+
+with SavedTensorsMeter(exclude=mlp) as fixed, torch.no_grad():
+    total = 0.0
+    for _ in range(5):
+        xv, yv = torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))
+        total += F.cross_entropy(mlp(xv), yv).item()
+print(f"no_grad() + .item():  {format_bytes(fixed.bytes)} ever saved")
+
+# %% [markdown]
+# On a GPU there is one more layer. PyTorch's **caching allocator** asks the driver for large
+# blocks and hands out pieces of them; a freed tensor's memory goes back to the cache, not to the
+# driver, so the next tensor of a similar size is served instantly.
+#
+# - `torch.cuda.memory_allocated()`: bytes in live tensors;
+# - `torch.cuda.memory_reserved()`: bytes the cache holds from the driver (≥ allocated). `nvidia-smi`
+#   shows more than this for your process: it also counts the CUDA context, with the kernels of CUDA,
+#   cuBLAS and cuDNN loaded into it: typically a few hundred MB that PyTorch's counters never see;
+# - `del t` lowers *allocated* only; `torch.cuda.empty_cache()` returns unused cached blocks to the
+#   driver, lowering *reserved*. It does not give your own program more memory (the cache would
+#   have reused those blocks), it costs time, and calling it in the training loop only slows you
+#   down. Use it between phases, or when another process needs the GPU.
+# - `torch.cuda.max_memory_allocated()` / `reset_peak_memory_stats()`: the peak, the number that
+#   decides whether a step fits.
+
+# %%
+if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()"):
+    from course_utils.memory import cuda_memory
+
+    gpu = torch.device("cuda")
+    torch.cuda.empty_cache()
+
+    def show(when: str) -> dict[str, int]:
+        stats = cuda_memory(gpu)
+        print(f"{when:32s} allocated {format_bytes(stats['allocated']):>10s}   reserved {format_bytes(stats['reserved']):>10s}")
+        return stats
+
+    start = show("start")
+    big = torch.empty(64 * 2**20, device=gpu)  # 64 Mi float32 = 256 MiB
+    with_big = show("after allocating 256 MiB")
+    del big
+    after_del = show("after del")
+    again = torch.empty(64 * 2**20, device=gpu)
+    show("allocate 256 MiB again (cache hit)")
+    del again
+    torch.cuda.empty_cache()
+    after_empty = show("after del + empty_cache()")
+    assert with_big["allocated"] - start["allocated"] >= 256 * 2**20
+    assert after_del["allocated"] == start["allocated"] and after_del["reserved"] >= with_big["allocated"] - start["allocated"]
+    assert after_empty["reserved"] < after_del["reserved"]
+
+# %% [markdown]
+# ## Key points
+#
+# - Training memory = parameters + gradients + optimizer state + activations. With Adam in float32
+#   the first three are 16 bytes per parameter (Adam alone is 2 copies); activations grow linearly
+#   with batch size and often dominate for convolutional networks.
+# - Predict it (`elements × bytes per element`), then measure it: optimizer state in
+#   `optimizer.state`, activations with `saved_tensors_hooks` (count storages once, skip
+#   parameters, pack `t.detach()`), peaks with `torch.cuda.max_memory_allocated` on a GPU.
+# - Write `torch.autocast(device_type=..., dtype=...)` and `torch.amp.GradScaler(device_type)`, not
+#   the deprecated `torch.cuda.amp` versions. Weights and their gradients stay float32; inspect
+#   which ops run in 16 bits, the lists differ between CPU and CUDA.
+# - float16 rounds gradients below about 3e-8 to zero; `GradScaler` scales the loss, unscales the
+#   gradients and checks them for inf/NaN (one fused op), skips steps with inf/NaN and adapts the scale. bfloat16 has
+#   float32's range and does not need it; prefer it on GPUs that run it fast (Ampere and newer).
+# - Speed-ups need 16-bit hardware; memory savings show everywhere. Measure on your machine.
+# - More levers: activation checkpointing (`use_reentrant=False`, ~one extra forward), gradient
+#   accumulation (activations of a micro-batch), a smaller batch. `del` what you no longer need,
+#   log `.item()` values, and keep `empty_cache()` out of the loop.
+#
+# ## Further reading
+#
+# - PyTorch docs: *Automatic Mixed Precision package - torch.amp* (autocast op lists per device,
+#   `GradScaler`) and the *CUDA Automatic Mixed Precision examples*.
+# - PyTorch docs: *Autograd mechanics*, section *Saved tensors* and *Hooks for saved tensors*.
+# - PyTorch docs: *torch.utils.checkpoint*.
+# - PyTorch docs: *CUDA semantics*, section *Memory management* (caching allocator,
+#   `empty_cache`, `max_memory_allocated`), and *Understanding CUDA Memory Usage*.
+# - Micikevicius et al., *Mixed Precision Training* (ICLR 2018): the loss-scaling idea.
+# - Next: `08_checkpointing.ipynb`.

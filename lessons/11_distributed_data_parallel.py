@@ -1,0 +1,457 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Distributed data parallel: many processes, one model
+#
+# When one device is too slow for your data, you can run **several copies of the same training
+# script**, one per GPU (or CPU process), each on a different slice of every batch, and keep the
+# copies identical by averaging their gradients before every optimizer step. That is
+# `DistributedDataParallel` (DDP), the standard way PyTorch trains on many GPUs and machines. In
+# this notebook two real worker processes train with DDP on this CPU through the `gloo` backend,
+# the results come back into the notebook, and we check the central promise numerically: the
+# averaged gradients are the gradients of one big batch.
+#
+# ## You will learn (≈ 40 min)
+#
+# 1. What DDP does (replicas, shards, an all-reduce of gradients) and why it equals one big batch.
+# 2. How `DistributedSampler` shards a dataset, pads it, and why `set_epoch` matters.
+# 3. How to launch worker processes from a notebook, collect their results, and get a clear
+#    message instead of a hang when one of them crashes.
+# 4. How to save checkpoints once (rank 0) and without the `module.` prefix.
+# 5. How the same code runs on many GPUs and machines with `torchrun` (the exact commands).
+
+# %%
+from course_utils.setup import setup
+
+info = setup(seed=0)
+
+# %%
+import inspect
+import tempfile
+from pathlib import Path
+
+import psutil
+import torch
+from torch.nn import functional as F
+from torch.utils.data import DistributedSampler
+
+import course_utils.distributed as ddp_lab
+from course_utils.exercises import check
+
+workdir = Path(tempfile.mkdtemp(prefix="nb11-"))  # every file this notebook writes goes here
+
+
+# %% [markdown]
+# ## 1. The idea, in one process first
+#
+# Data parallelism in four words: **same model, different data**. With a *world* of `W` processes
+# (each has a *rank* `0 … W-1`):
+#
+# 1. every rank builds the same model (DDP copies rank 0's weights to the others at start-up);
+# 2. every rank takes its own shard of the batch and computes forward and backward on it;
+# 3. the gradients are **all-reduced**: summed across ranks, divided by `W`, and every rank
+#    receives the result;
+# 4. every rank runs the same optimizer step on the same gradients, so the replicas stay equal.
+#
+# Why is that correct? A mean-reduced loss over `B` samples, split into `W` equal shards, is the mean
+# of the `W` shard losses, and the gradient of a mean is the mean of the gradients. So the average
+# of the shard gradients *is* the big-batch gradient. Check it in this process before involving any
+# other process: `make_model` and `make_batch` are the tiny model and data every worker will use.
+
+# %%
+def gradients(model, x, y):
+    model.zero_grad()
+    F.mse_loss(model(x), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+x, y = ddp_lab.make_batch()          # the global batch: 8 samples
+model = ddp_lab.make_model()
+big_batch = gradients(model, x, y)
+shards = [gradients(model, x[r::2], y[r::2]) for r in range(2)]   # what 2 ranks would compute
+averaged = [(g0 + g1) / 2 for g0, g1 in zip(*shards)]
+summed = [g0 + g1 for g0, g1 in zip(*shards)]
+print("shard gradients differ from each other:",
+      not torch.allclose(shards[0][0], shards[1][0]))
+print("mean of shard gradients == big-batch gradient:",
+      all(torch.allclose(a, b, atol=1e-6) for a, b in zip(averaged, big_batch)))
+print("sum of shard gradients  == big-batch gradient:",
+      all(torch.allclose(s, b, atol=1e-6) for s, b in zip(summed, big_batch)))
+
+
+# %% [markdown]
+# The sum is twice too large: the averaging step matters (DDP divides by the world size for you;
+# code that all-reduces by hand must do it itself). Two details keep the equality exact: the
+# shards have **equal sizes** (otherwise the mean of means is not the mean), and the loss is a
+# **mean** over the local samples.
+#
+# ### Exercise 1 — `average_gradients`
+#
+# Simulate what `dist.all_reduce(grad, op=ReduceOp.SUM)` followed by `grad /= world_size` leaves
+# on every rank. `per_rank[r][i]` is gradient `i` computed on rank `r`; return a list with, for
+# every rank, its list of averaged gradients.
+
+# %%
+def average_gradients(per_rank: list[list[torch.Tensor]]) -> list[list[torch.Tensor]]:
+    ### BEGIN SOLUTION
+    world_size = len(per_rank)
+    summed = [torch.stack(grads).sum(dim=0) for grads in zip(*per_rank)]  # all_reduce(SUM)
+    return [[g / world_size for g in summed] for _ in range(world_size)]
+    ### END SOLUTION
+
+
+# %%
+check("11.average_gradients", average_gradients)
+
+# %% [markdown]
+# ## 2. Sharding the data: `DistributedSampler`
+#
+# Each rank must see a *different* part of the dataset, and every rank must run the *same number
+# of steps* (each step ends in an all-reduce that waits for all ranks). `DistributedSampler` does
+# both: it pads the index list by repeating its first indices until its length divides by the
+# world size, then gives rank `r` every `W`-th index starting at `r`. It needs no process group
+# when you pass `num_replicas` and `rank` yourself, so you can inspect it right here.
+
+# %%
+dataset = list(range(10))          # any object with a length works as a "dataset" here
+for world_size in (2, 4):
+    for rank in range(world_size):
+        sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=False)
+        print(f"world_size={world_size} rank={rank}: {list(sampler)}")
+
+# %% [markdown]
+# With 4 ranks, 10 indices become 12: indices 0 and 1 are used twice in that epoch (ranks 2 and 3
+# get them). That tiny duplication is the price of equal shards; `drop_last=True` drops the tail
+# instead.
+#
+# With `shuffle=True` the sampler shuffles with a generator seeded by `seed + epoch`. The epoch is
+# whatever you last passed to `set_epoch` — forget to call it and **every epoch uses the same
+# order**:
+
+# %%
+sampler = DistributedSampler(dataset, num_replicas=2, rank=0, shuffle=True, seed=0)
+print("without set_epoch:", [list(sampler) for epoch in range(3)])
+with_set_epoch = []
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    with_set_epoch.append(list(sampler))
+print("with set_epoch:   ", with_set_epoch)
+
+
+# %% [markdown]
+# ### Exercise 2 — `shard_indices`
+#
+# Write `shard_indices(n, rank, world_size)` returning the indices rank `rank` uses, exactly like
+# `DistributedSampler(shuffle=False)`: pad `range(n)` by repeating from its start until its length
+# is a multiple of `world_size`, then take every `world_size`-th index starting at `rank`. (The
+# padding may need to repeat the list more than once: `n=2`, `world_size=5`.)
+
+# %%
+def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
+    ### BEGIN SOLUTION
+    per_rank = -(-n // world_size)            # ceil(n / world_size)
+    total = per_rank * world_size
+    indices = list(range(n))
+    while len(indices) < total:
+        indices += indices[: total - len(indices)]
+    return indices[rank:total:world_size]
+    ### END SOLUTION
+
+
+# %%
+check("11.shard_indices", shard_indices)
+
+# %% [markdown]
+# ## 3. Real processes, launched from this notebook
+#
+# Each rank is a separate Python process. There are two ways to start one:
+#
+# - **fork** (Linux): the new process is a copy of this one. It shares this kernel's memory,
+#   including the torch it already imported, so it starts in a fraction of a second and costs
+#   little extra memory.
+# - **spawn** (the only choice on Windows, the default on macOS): a fresh Python interpreter
+#   that imports torch again and then imports the function it must run *by module and name*.
+#
+# (`torchrun`, section 7, is neither: it starts fresh interpreters that each run your whole script
+# from the top, as `__main__`; no function is looked up by name.)
+#
+# `ddp_lab.launch` forks on Linux and spawns elsewhere; `benchmarks/results/ddp_start.md` has
+# both measured on the course's test machine (fork: about 0.3 s and 30 MB for two workers; spawn:
+# about 13 s and 900 MB). A function defined in a notebook cell lives in no importable module,
+# so a spawned worker could not find it: the workers of this notebook live in
+# `course_utils/distributed.py`, and `launch` refuses a notebook function on every platform so
+# your code does not break when it moves to a Mac or to Windows. Here is the heart of it, the
+# gradient step every rank runs:
+
+# %%
+print(inspect.getsource(ddp_lab.ddp_gradients))
+
+# %% [markdown]
+# `DDP(model)` registers hooks on the parameters: during `backward()`, as soon as a bucket of
+# gradients is ready it starts an all-reduce of that bucket, overlapping communication with the
+# rest of the backward pass. When `backward()` returns, every rank holds the averaged gradients.
+#
+# Before that, each worker joins a **process group**. These lines from `_entry` (the function
+# each worker process runs first) are all it takes:
+
+# %%
+source = inspect.getsource(ddp_lab._entry)
+print("\n".join(line for line in source.splitlines()
+                if "FileStore" in line or "init_process_group" in line or "timeout=" in line
+                or "LOOPBACK_ENV" in line))
+print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
+
+# %% [markdown]
+# - **backend `gloo`** runs collectives on CPUs (and is what you use for debugging). On NVIDIA GPUs
+#   you use **`nccl`**, which moves gradients GPU-to-GPU.
+# - **rendezvous**: the ranks must find each other and exchange addresses. `torchrun` and
+#   `init_method="env://"` use a small TCP key-value store at `MASTER_ADDR:MASTER_PORT` (or the
+#   rendezvous endpoint). Here the ranks meet through a *file* instead (`FileStore` in a temporary
+#   folder), so nothing listens on the network at all; `GLOO_SOCKET_IFNAME=lo` pins gloo's own
+#   connections to the loopback interface, and `MASTER_ADDR` points at `127.0.0.1` for any code
+#   that looks for it. This notebook never talks to another machine (section 5 prints the
+#   addresses the workers' sockets actually used).
+# - **timeout**: a collective that some rank never joins fails after this time instead of waiting
+#   forever.
+#
+# `launch` starts the processes, waits (with its own deadline), gathers what each worker returned
+# and stops every process it started. One launch runs the whole lesson: the gradient step above,
+# then a short training run (next section). The cell prints how this kernel started them.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+checkpoint_path = workdir / "ddp_checkpoint.pt"
+start = time.perf_counter()
+results = ddp_lab.launch(ddp_lab.lesson_worker, world_size=2, checkpoint=str(checkpoint_path))
+print(f"2 workers started ({ddp_lab.default_start_method()}), ran and stopped in "
+      f"{time.perf_counter() - start:.1f} s")
+assert [r["rank"] for r in results] == [0, 1]
+
+# %% [markdown]
+# ## 4. Check: DDP's gradients are the big-batch gradients
+#
+# Each worker returned the gradients it held after `backward()`. Compare them with the
+# single-process big-batch gradients computed in section 1.
+
+# %%
+for rank, result in enumerate(results):
+    worst = max((g - b).abs().max().item() for g, b in zip(result["grads"], big_batch))
+    print(f"rank {rank}: max |DDP gradient - big-batch gradient| < 1e-6: {worst < 1e-6}")
+print("rank 0 and rank 1 hold identical gradients:",
+      all(torch.equal(a, b) for a, b in zip(results[0]["grads"], results[1]["grads"])))
+print("last-layer bias gradient, DDP vs big batch:",
+      f"{results[0]['grads'][-1].item():.4f} vs {big_batch[-1].item():.4f}")
+assert all(torch.allclose(g, b, atol=1e-6) for g, b in zip(results[0]["grads"], big_batch))
+
+# %% [markdown]
+# ## 5. Training with `DistributedSampler`, saving on rank 0
+#
+# The second half of the lesson worker is an ordinary training loop with four DDP-specific lines:
+# a `DistributedSampler` (which reads rank and world size from the process group),
+# `sampler.set_epoch(epoch)`, one `all_reduce` per epoch to log the loss averaged over all ranks,
+# and a save that only rank 0 performs:
+
+# %%
+source = inspect.getsource(ddp_lab.ddp_train)
+print(source[source.index("    for epoch"):source.index("    dist.barrier")])
+
+# %% [markdown]
+# What came back: each rank saw a disjoint half of the 24 samples in every epoch, in a new order
+# each epoch; the logged losses are identical on both ranks (they were all-reduced); and the final
+# weights are identical on both ranks, bit for bit, although each rank only ever saw its own half
+# of the data.
+
+# %%
+for epoch in range(3):
+    seen = [set(r["indices_seen"][epoch]) for r in results]
+    print(f"epoch {epoch}: rank 0 first indices {results[0]['indices_seen'][epoch][:5]}, "
+          f"overlap {len(seen[0] & seen[1])}, together {len(seen[0] | seen[1])} of 24")
+print("epoch losses (rank 0):", [round(v, 4) for v in results[0]["epoch_losses"]])
+print("epoch losses (rank 1):", [round(v, 4) for v in results[1]["epoch_losses"]])
+print("final weights identical on both ranks:",
+      torch.equal(results[0]["final_params"], results[1]["final_params"]))
+print("local addresses of the workers' sockets:", sorted({a for r in results for a in r["local_addresses"]}))
+
+# %% [markdown]
+# Why only rank 0 saves: all ranks hold the same weights, so one copy is enough, and several
+# processes writing the same path at once can interleave into a corrupt file. The `dist.barrier()`
+# after the save makes the other ranks wait until the file exists. The checkpoint holds
+# `model.module.state_dict()` — the model *inside* the DDP wrapper — so it loads into a plain model
+# for evaluation or deployment:
+
+# %%
+state = torch.load(checkpoint_path, weights_only=True)
+plain = ddp_lab.make_model()
+print("checkpoint of epoch", state["epoch"], "| first keys:", list(state["model"])[:2])
+print(plain.load_state_dict(state["model"]))
+print("files in the work folder:", sorted(p.name for p in workdir.iterdir()))
+final = torch.cat([p.detach().flatten() for p in plain.parameters()])
+print("loaded weights == final DDP weights:", torch.equal(final, results[0]["final_params"]))
+
+
+# %% [markdown]
+# ### Exercise 3 — `should_save`
+#
+# `should_save(rank, epoch, every)` is `True` only on rank 0, after every `every`-th epoch (epochs
+# count from 0: with `every=2`, after epochs 1, 3, 5, …).
+
+# %%
+def should_save(rank: int, epoch: int, every: int) -> bool:
+    ### BEGIN SOLUTION
+    return rank == 0 and (epoch + 1) % every == 0
+    ### END SOLUTION
+
+
+# %%
+check("11.should_save", should_save)
+
+
+# %% [markdown]
+# ### Exercise 4 — `unwrapped_state_dict`
+#
+# `ddp_model.state_dict()` prefixes every key with `module.`; a plain model cannot load that.
+# Return the state dict of the model inside the wrapper when there is one, and the plain state dict
+# otherwise, so the same saving code works with and without DDP. Decide by the model's *type*
+# (`DistributedDataParallel` or `nn.DataParallel`), not by whether it has an attribute called
+# `module`: a plain model may well have a layer of that name.
+
+# %%
+def unwrapped_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    ### BEGIN SOLUTION
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    inner = model.module if isinstance(model, wrappers) else model
+    return inner.state_dict()
+    ### END SOLUTION
+
+
+# %%
+check("11.unwrapped_state_dict", unwrapped_state_dict)
+
+# %% [markdown]
+# ## 6. When a worker crashes
+#
+# The nastiest distributed bug is not an error but a **hang**: one rank dies or takes a different
+# code path, and the others wait forever in a collective it never joins. `crash_worker` reproduces
+# it: rank 1 raises before the all-reduce (think: a corrupt sample, an out-of-memory error), while
+# rank 0 enters the all-reduce and waits for it.
+
+# %%
+print(inspect.getsource(ddp_lab.crash_worker))
+
+# %% [markdown]
+# Three things keep that from freezing your notebook: the launcher notices a dead process within
+# a fraction of a second and stops the others, the process group's `timeout` ends a collective that
+# can never complete, and `launch` has a wall-clock deadline of its own. You get the failing rank
+# and its error:
+
+# %%
+try:
+    ddp_lab.launch(ddp_lab.crash_worker, world_size=2, timeout_s=120)
+except ddp_lab.WorkerFailed as error:
+    print("WorkerFailed:", error)
+else:
+    raise AssertionError("the crash was not reported")
+
+# %% [markdown]
+# And nothing is left running: the only child process of this kernel that may remain is Python's
+# `resource_tracker` helper, which multiprocessing keeps for the kernel's lifetime.
+
+# %%
+leftover = [p for p in psutil.Process().children(recursive=True)
+            if "resource_tracker" not in " ".join(p.cmdline())]
+print("worker processes still running:", leftover)
+assert not leftover
+
+# %% [markdown]
+# ## 7. The same code on many GPUs and machines: `torchrun`
+#
+# On real hardware you do not spawn processes from a notebook: you launch a script with
+# **`torchrun`**, which starts one process per GPU, sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`,
+# `MASTER_ADDR` and `MASTER_PORT` for each, restarts failed workers if you ask it to
+# (`--max-restarts`), and makes `dist.init_process_group(backend)` find the others. The script
+# differs from single-device training in a handful of lines:
+#
+# ```python
+# import os, torch, torch.distributed as dist
+# from torch.nn.parallel import DistributedDataParallel as DDP
+# from torch.utils.data import DistributedSampler
+#
+# backend = "nccl" if torch.cuda.is_available() else "gloo"
+# dist.init_process_group(backend)                    # reads torchrun's variables
+# local_rank = int(os.environ["LOCAL_RANK"])           # which GPU of this machine
+# if torch.cuda.is_available():
+#     torch.cuda.set_device(local_rank)
+#     device = torch.device("cuda", local_rank)
+# else:
+#     device = torch.device("cpu")
+# model = DDP(build_model().to(device), device_ids=[local_rank] if device.type == "cuda" else None)
+# sampler = DistributedSampler(train_set, shuffle=True)   # + sampler.set_epoch(epoch) every epoch
+# ...                                                      # the usual training loop
+# if dist.get_rank() == 0:
+#     torch.save(model.module.state_dict(), "checkpoint.pt")
+# dist.destroy_process_group()
+# ```
+#
+# The command lines. The first one works on any laptop: `course_utils/distributed.py` has a
+# `main()` that runs this lesson's training loop under `torchrun` (the course's tests run it that
+# way, inside an isolated network namespace that has only a loopback interface):
+#
+# | where | command |
+# |---|---|
+# | this laptop, 2 CPU processes | `torchrun --standalone --nproc-per-node=2 -m course_utils.distributed` |
+# | one machine, all its GPUs | `torchrun --standalone --nproc-per-node=gpu train.py` |
+# | 2 machines × 8 GPUs (run on **each** machine) | `torchrun --nnodes=2 --nproc-per-node=8 --rdzv-id=job42 --rdzv-backend=c10d --rdzv-endpoint=HEAD_NODE_ADDRESS:29500 train.py` |
+# | a cluster with SLURM | the same line inside `srun`, with `HEAD_NODE_ADDRESS` taken from the job's first node |
+#
+# Nothing in the training code depends on how many processes there are: `WORLD_SIZE` grows, each
+# shard shrinks, the gradients are still the big-batch gradients. (This notebook does not run
+# `torchrun` itself: its rendezvous store listens on every network interface, and the course stays
+# off the network.)
+#
+# Things that change when you scale:
+#
+# - **Effective batch size** = per-rank batch × world size. With 8 GPUs and 32 samples each, one
+#   step sees 256 samples; learning rate and warm-up usually need retuning (often scaled up).
+# - **BatchNorm** normalises per rank; convert with `nn.SyncBatchNorm.convert_sync_batchnorm(model)`
+#   when per-rank batches are small.
+# - **Gradient accumulation** under DDP: wrap the non-final micro-batches in `with model.no_sync():`
+#   so gradients are all-reduced only once per optimizer step.
+# - **Models that do not fit on one GPU**: DDP keeps a full replica per rank; FSDP (fully sharded
+#   data parallel) shards parameters, gradients and optimizer state across ranks.
+# - **Logging and evaluation**: print and write from rank 0; all-reduce metrics first so rank 0
+#   reports the global value, as the training loop above does once per epoch.
+
+# %% [markdown]
+# ## Key points
+#
+# - DDP = one process per device, same model, different shard of each batch, gradients all-reduced
+#   (summed and divided by the world size) during `backward()`, identical optimizer steps.
+# - With equal shards and a mean loss, the averaged gradients equal the big-batch gradient
+#   (checked above to 1e-6); the replicas stay identical bit for bit.
+# - `DistributedSampler` pads so every rank runs the same number of steps; call `set_epoch(epoch)`
+#   or every epoch repeats the same order.
+# - Fork copies the running process (Linux); spawn starts a fresh one that imports its
+#   function by module and name (macOS, Windows): put worker functions in a module. `torchrun`
+#   starts fresh interpreters that each run your script from the top as `__main__`. Bound every
+#   wait with timeouts, and turn a dead rank into a clear error instead of a hang.
+# - Save once, from rank 0, with `model.module.state_dict()`; barrier before anyone reads it.
+# - `torchrun` runs the same script on one CPU, 8 GPUs or 100 machines; `nccl` on GPUs, `gloo` on CPUs.
+#
+# ## Further reading
+#
+# - PyTorch docs: *Distributed Data Parallel* (design notes) and *DistributedDataParallel* (API).
+# - PyTorch docs: *torch.distributed* — backends, `init_process_group`, collectives, `FileStore`.
+# - PyTorch docs: *torchrun (Elastic Launch)*.
+# - PyTorch docs: *torch.utils.data.distributed.DistributedSampler*.
+# - PyTorch docs: *Multiprocessing best practices* (spawn and importable functions).
+# - PyTorch tutorials: *Getting Started with Distributed Data Parallel*, *Getting Started with
+#   Fully Sharded Data Parallel (FSDP2)*.
+# - Previous: `10_performance_compile_export.ipynb`.

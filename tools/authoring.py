@@ -1,0 +1,427 @@
+"""Authoring: build both notebook sets from the plain-text lessons, and check they are in sync.
+
+``lessons/NN_topic.py`` (jupytext percent format) is the only source of a lesson. From it,
+``make notebooks NB=NN`` (``python -m tools.authoring build NN``) writes and executes
+
+* ``solutions/NN_topic.ipynb``: every cell as written, solutions included;
+* ``notebooks/NN_topic.ipynb``: the learner version, each solution block replaced by its stub.
+
+In a code cell of a lesson::
+
+    def double(x):
+        ### BEGIN SOLUTION
+        return 2 * x
+        ### END SOLUTION
+        ### BEGIN STUB
+        # return ...  # your code here
+        ### END STUB
+
+the learner version keeps everything outside the markers, drops the solution, and
+un-comments the stub block (one leading ``# `` removed per line). Without a stub block the
+solution becomes ``raise NotImplementedError("Your turn")`` at the marker's indentation.
+
+Execution uses the same environment as ``make test`` (:func:`course_utils.netguard.kernel_env`):
+a fresh ``python3`` kernel, a fixed hash seed, the network guard, an empty Inductor cache. The
+saved outputs are then cleaned of machine state (:func:`scrub_outputs`): absolute paths of this
+machine, memory addresses and random widget ids are replaced by stable text, and consecutive
+stream outputs are merged by nbconvert's ``CoalesceStreamsPreprocessor``.
+
+Example:
+    >>> learner_source('''def f(x):
+    ...     ### BEGIN SOLUTION
+    ...     return 2 * x
+    ...     ### END SOLUTION''')
+    'def f(x):\\n    raise NotImplementedError("Your turn: write this function")'
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import shutil
+import sys
+import sysconfig
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = ROOT / "lessons"
+SOLUTIONS = ROOT / "solutions"
+NOTEBOOKS = ROOT / "notebooks"
+
+#: What JupyterLab itself writes for the ipykernel kernel, so opening and saving changes nothing.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+#: jupytext writes only this metadata into a lesson's header (pyproject.toml says the same).
+LESSON_FORMAT = {"extension": ".py", "format_name": "percent", "notebook_metadata_filter": "kernelspec,-all"}
+
+_BEGIN_SOL = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$")
+_END_SOL = re.compile(r"^\s*### END SOLUTION\s*$")
+_BEGIN_STUB = re.compile(r"^\s*### BEGIN STUB\s*$")
+_END_STUB = re.compile(r"^\s*### END STUB\s*$")
+DEFAULT_STUB = 'raise NotImplementedError("Your turn: write this function")'
+_ADDRESS = re.compile(r"\b(at|object at) 0x[0-9a-fA-F]{6,16}\b")
+ADDRESS_TEXT = "0x…"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class AuthoringError(ValueError):
+    """A lesson's solution markers are malformed."""
+
+
+# --------------------------------------------------------------------------- solution -> learner
+def learner_source(source: str) -> str:
+    """Replace every solution block of one cell's source with its stub."""
+    lines = source.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        begin = _BEGIN_SOL.match(lines[i])
+        if not begin:
+            if _END_SOL.match(lines[i]) or _BEGIN_STUB.match(lines[i]) or _END_STUB.match(lines[i]):
+                raise AuthoringError(f"marker without a matching BEGIN SOLUTION: {lines[i]!r}")
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = begin.group(1)
+        i += 1
+        while i < len(lines) and not _END_SOL.match(lines[i]):
+            i += 1
+        if i == len(lines):
+            raise AuthoringError("### BEGIN SOLUTION without ### END SOLUTION")
+        i += 1
+        if i < len(lines) and _BEGIN_STUB.match(lines[i]):
+            i += 1
+            while i < len(lines) and not _END_STUB.match(lines[i]):
+                line = lines[i]
+                stripped = line.lstrip()
+                lead = line[: len(line) - len(stripped)]
+                if stripped.startswith("# "):
+                    stripped = stripped[2:]
+                elif stripped.startswith("#"):
+                    stripped = stripped[1:]
+                out.append(lead + stripped)
+                i += 1
+            if i == len(lines):
+                raise AuthoringError("### BEGIN STUB without ### END STUB")
+            i += 1
+        else:
+            out.append(indent + DEFAULT_STUB)
+    return "\n".join(out)
+
+
+def learner_notebook(solution_nb: Any) -> Any:
+    """A learner copy of a solution notebook: stubs in place, changed cells' outputs cleared."""
+    nb = copy.deepcopy(solution_nb)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        new = learner_source(cell.source)
+        if new != cell.source:
+            cell.source = new
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+# --------------------------------------------------------------------------- lesson -> notebook
+def lesson_paths(names: Iterable[str] | None = None, folder: Path | None = None) -> list[Path]:
+    """The lesson sources, optionally limited to prefixes such as ``03`` or ``03_autograd``."""
+    paths = sorted((folder or LESSONS).glob("[0-9][0-9]_*.py"))
+    wanted = list(names or [])
+    if wanted:
+        paths = [p for p in paths if any(p.stem.startswith(n) for n in wanted)]
+    return paths
+
+
+def solution_notebook(lesson: Path) -> Any:
+    """The solution notebook a lesson generates, without outputs (nbformat 4.4, no cell ids)."""
+    import jupytext
+
+    text = jupytext.read(lesson, fmt="py:percent")
+    return _notebook([_plain_cell(c) for c in text.cells], {
+        "course": {"generated_from": f"lessons/{lesson.name}",
+                   "edit": f"edit lessons/{lesson.name}, then run `make notebooks NB={lesson.name[:2]}`"},
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+    })
+
+
+def _notebook(cells: list, metadata: dict) -> Any:
+    import nbformat
+
+    return nbformat.from_dict({"nbformat": 4, "nbformat_minor": 4, "metadata": metadata, "cells": cells})
+
+
+def _plain_cell(cell: Any) -> Any:
+    """A copy of a cell as nbformat 4.4 stores it: no id, no outputs."""
+    import nbformat
+
+    new: dict[str, Any] = {"cell_type": cell.cell_type, "metadata": copy.deepcopy(dict(cell.metadata)),
+                           "source": cell.source}
+    if cell.cell_type == "code":
+        new.update(execution_count=None, outputs=[])
+    return nbformat.from_dict(new)
+
+
+def lesson_text(nb: Any) -> str:
+    """A notebook written as a lesson source (used once to convert the old notebooks)."""
+    import jupytext
+
+    clean = _notebook([_plain_cell(c) for c in nb.cells], {"kernelspec": dict(KERNELSPEC)})
+    return jupytext.writes(clean, fmt=dict(LESSON_FORMAT))
+
+
+def lesson_of(notebook: Path) -> Path:
+    return LESSONS / (notebook.stem + ".py")
+
+
+# --------------------------------------------------------------------------- machine state
+def _path_replacements() -> list[tuple[str, str]]:
+    """Absolute paths of this machine, longest first, with the stable text that replaces them."""
+    paths = sysconfig.get_paths()
+    pairs = {
+        paths["purelib"]: "<site-packages>",
+        paths["platlib"]: "<site-packages>",
+        paths["stdlib"]: "<python>",
+        paths["platstdlib"]: "<python>",
+        str(ROOT): "<course>",
+        sys.prefix: "<venv>",
+        sys.base_prefix: "<python-home>",
+        tempfile.gettempdir(): "<tmp>",
+    }
+    home = str(Path.home())
+    for path, text in list(pairs.items()):
+        if home not in ("", "/") and path.startswith(home + os.sep):
+            pairs["~" + path[len(home):]] = text  # IPython shortens paths under $HOME to ~
+    return sorted(((p, t) for p, t in pairs.items() if len(p) > 1), key=lambda pt: -len(pt[0]))
+
+
+def scrub_text(text: str, replacements: list[tuple[str, str]] | None = None) -> str:
+    """Replace this machine's absolute paths and memory addresses in one output text.
+
+    >>> scrub_text("<MeanBackward0 object at 0x7fe5ebcaf280>", [])
+    '<MeanBackward0 object at 0x…>'
+    >>> scrub_text("File /opt/venv/lib/x.py:3", [("/opt/venv/lib", "<site-packages>")])
+    'File <site-packages>/x.py:3'
+    """
+    for path, stable in (_path_replacements() if replacements is None else replacements):
+        text = text.replace(path, stable)
+    return _ADDRESS.sub(lambda m: f"{m.group(1)} {ADDRESS_TEXT}", text)
+
+
+def scrub_outputs(nb: Any, name: str) -> Any:
+    """Merge streams (nbconvert) and remove machine state from every saved output, in place."""
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
+    nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
+    replacements = _path_replacements()
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_text(value, replacements)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    for index, cell in enumerate(nb.cells):
+        for number, output in enumerate(cell.get("outputs", [])):
+            if output.output_type == "stream":
+                output.text = clean(output.text)
+            elif output.output_type == "error":
+                output.evalue = clean(output.evalue)
+                output.traceback = clean(output.traceback)
+            else:
+                data = output.get("data", {})
+                for mime in ("text/plain", "text/html", "text/markdown"):
+                    if mime in data:
+                        data[mime] = clean(data[mime])
+                if WIDGET_MIME in data:  # a random id per run; the widget state is not saved
+                    data[WIDGET_MIME]["model_id"] = uuid.uuid5(uuid.NAMESPACE_URL,
+                                                               f"{name}#{index}.{number}").hex
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+# --------------------------------------------------------------------------- execution
+def execute(nb: Any, workdir: Path, name: str, timeout: int = 300) -> Any:
+    """Execute a notebook in a fresh kernel (cwd ``workdir``), then scrub its outputs.
+
+    The kernel gets an empty Inductor cache, so the saved outputs show what a learner's first
+    run measures (``torch.compile`` compiling from scratch), not a warm cache of this machine.
+    """
+    from nbclient import NotebookClient
+
+    from course_utils.netguard import kernel_env
+
+    nb = copy.deepcopy(nb)
+    saved = dict(os.environ)
+    cache = tempfile.mkdtemp(prefix="course-inductor-cache-")
+    os.environ.update(kernel_env())
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(workdir)}},
+                            record_timing=False, store_widget_state=True)
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        shutil.rmtree(cache, ignore_errors=True)
+    for cell in nb.cells:
+        cell.pop("id", None)
+    nb.nbformat_minor = 4
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    return scrub_outputs(nb, name)
+
+
+def build(lesson: Path, solutions: Path = SOLUTIONS, notebooks: Path = NOTEBOOKS,
+          run: bool = True) -> list[Path]:
+    """Generate (and by default execute) both notebooks of one lesson; returns the paths written."""
+    import nbformat
+
+    solution = solution_notebook(lesson)
+    learner = learner_notebook(solution)
+    written = []
+    for nb, folder in ((solution, solutions), (learner, notebooks)):
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{lesson.stem}.ipynb"
+        if run:
+            print(f"executing {folder.name}/{target.name} ...", flush=True)
+            # Executed where the committed notebook lives, so relative paths behave the same.
+            nb = execute(nb, (SOLUTIONS if folder == solutions else NOTEBOOKS), f"{folder.name}/{target.name}")
+        nbformat.write(nb, target)
+        written.append(target)
+    return written
+
+
+# --------------------------------------------------------------------------- comparisons
+def structure(nb: Any) -> list[tuple[str, str, dict]]:
+    """What a lesson decides about a notebook: cell types, sources and cell metadata."""
+    return [(c.cell_type, c.source, dict(c.get("metadata", {}))) for c in nb.cells]
+
+
+def sync_problems(lesson: Path, solutions: Path = SOLUTIONS, notebooks: Path = NOTEBOOKS) -> list[str]:
+    """Where the committed notebooks differ from what ``lesson`` generates (empty: in sync)."""
+    import nbformat
+
+    expected_solution = solution_notebook(lesson)
+    problems = []
+    for expected, folder in ((expected_solution, solutions), (learner_notebook(expected_solution), notebooks)):
+        path = folder / f"{lesson.stem}.ipynb"
+        where = f"{folder.name}/{path.name}"
+        if not path.exists():
+            problems.append(f"{where} is missing")
+            continue
+        actual = nbformat.read(path, as_version=4)
+        for key in ("course", "kernelspec"):
+            if actual.metadata.get(key) != expected.metadata.get(key):
+                problems.append(f"{where}: notebook metadata {key!r} is {actual.metadata.get(key)!r}, "
+                                f"the lesson gives {expected.metadata.get(key)!r}")
+        got, want = structure(actual), structure(expected)
+        if len(got) != len(want):
+            problems.append(f"{where}: {len(got)} cells, the lesson gives {len(want)}")
+        for index, (g, w) in enumerate(zip(got, want)):
+            if g != w:
+                what = "type" if g[0] != w[0] else "source" if g[1] != w[1] else "metadata"
+                problems.append(f"{where}: cell {index} {what} differs from lessons/{lesson.name}")
+                break
+    return problems
+
+
+def variable_by_design(cell: Any) -> bool:
+    """Cells whose outputs may change between runs (nbval's ignore marker)."""
+    return "NBVAL_IGNORE_OUTPUT" in cell.get("source", "")
+
+
+def normal_outputs(outputs: list, sanitize: list[tuple[str, str]] | None = None) -> str:
+    """One cell's outputs as text for comparing: images exactly, everything else after ``sanitize``.
+
+    The sanitize rules (regex, replacement) are applied to text only, never to base64 images.
+    """
+    import json
+
+    texts, images = [], []
+    for output in outputs:
+        output = copy.deepcopy(dict(output))
+        data = dict(output.get("data", {}))
+        images.append({k: data.pop(k) for k in list(data) if k.startswith("image/")})
+        data.pop(WIDGET_MIME, None)  # model ids: compared by the widget tests, not here
+        output["data"] = data
+        texts.append(output)
+    text = json.dumps(texts, sort_keys=True)
+    for pattern, repl in sanitize or []:
+        text = re.sub(pattern, repl, text)
+    return text + json.dumps(images, sort_keys=True)
+
+
+def output_differences(old: Any, new: Any, sanitize: list[tuple[str, str]] | None = None) -> list[int]:
+    """Indices of cells whose outputs differ (text after ``sanitize``), excluding variable cells."""
+    return [i for i, (a, b) in enumerate(zip(old.cells, new.cells))
+            if a.cell_type == "code" and not variable_by_design(a)
+            and normal_outputs(a.outputs, sanitize) != normal_outputs(b.outputs, sanitize)]
+
+
+def nbval_sanitizers(cfg: Path = ROOT / "tests" / "nbval_sanitize.cfg") -> list[tuple[str, str]]:
+    """The (regex, replacement) pairs of the nbval sanitize file."""
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(cfg, encoding="utf-8")
+    return [(parser[s]["regex"], parser[s]["replace"]) for s in parser.sections()]
+
+
+def idempotence_problems(lesson: Path) -> list[str]:
+    """Re-execute a lesson into a temporary folder and list cells whose saved outputs changed."""
+    import nbformat
+
+    tmp = Path(tempfile.mkdtemp(prefix="course-idempotence-"))
+    try:
+        build(lesson, tmp / "solutions", tmp / "notebooks")
+        problems = []
+        for folder in ("solutions", "notebooks"):
+            old = nbformat.read(ROOT / folder / f"{lesson.stem}.ipynb", as_version=4)
+            new = nbformat.read(tmp / folder / f"{lesson.stem}.ipynb", as_version=4)
+            if old.metadata.get("course") != new.metadata.get("course"):
+                problems.append(f"{folder}/{lesson.stem}.ipynb: metadata differs")
+            for index in output_differences(old, new, nbval_sanitizers()):
+                problems.append(f"{folder}/{lesson.stem}.ipynb: cell {index}'s outputs changed on re-execution "
+                                f"(mark it `# NBVAL_IGNORE_OUTPUT` and assert its key property, or make it deterministic)")
+        return problems
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["build", "generate", "sync", "idempotence"],
+                        help="build: generate and execute both notebooks; generate: write them without "
+                             "executing (outputs empty); sync: report notebooks that differ from their lesson; "
+                             "idempotence: re-execute into a temp folder and report changed outputs")
+    parser.add_argument("names", nargs="*", help="lesson prefixes such as 01 or 01_tensors (default: all)")
+    args = parser.parse_args(argv)
+    lessons = lesson_paths(args.names)
+    if not lessons:
+        print(f"no lesson in lessons/ matches {args.names}", file=sys.stderr)
+        return 2
+    problems: list[str] = []
+    for lesson in lessons:
+        if args.command in ("build", "generate"):
+            for path in build(lesson, run=args.command == "build"):
+                print(f"wrote {path.relative_to(ROOT)}", flush=True)
+        elif args.command == "sync":
+            problems += sync_problems(lesson)
+        else:
+            problems += idempotence_problems(lesson)
+    for problem in problems:
+        print(problem)
+    if args.command in ("sync", "idempotence"):
+        print(f"{len(lessons)} lessons, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
