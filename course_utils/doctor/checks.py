@@ -85,6 +85,68 @@ def optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> li
                     "To freeze layers on purpose, call layer.requires_grad_(False).")]
 
 
+def _containers(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Items of a plain list/tuple/dict attribute (two levels deep), or the value itself."""
+    if isinstance(value, (list, tuple)) and depth < 2:
+        for item in value:
+            yield from _containers(item, depth + 1)
+    elif isinstance(value, dict) and depth < 2:
+        for item in value.values():
+            yield from _containers(item, depth + 1)
+    else:
+        yield value
+
+
+def registration_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[Finding]:
+    """PARAMS_NOT_REGISTERED: layers kept in a plain Python list/dict, or tensors with
+    requires_grad=True stored on the model, that model.parameters() does not see."""
+    registered = {id(m) for m in model.modules()}
+    params = {id(p) for p in model.parameters()}
+    in_opt = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    hidden: list[tuple[str, list[torch.Tensor]]] = []
+    seen: set[int] = set()
+    for name, module in model.named_modules():
+        for attr, value in vars(module).items():
+            if attr in ("_parameters", "_buffers", "_modules") or isinstance(value, (nn.Module, str, int, float)):
+                continue
+            found: list[torch.Tensor] = []
+            for item in _containers(value):
+                if isinstance(item, nn.Module) and id(item) not in registered:
+                    found += [p for p in item.parameters() if id(p) not in params and id(p) not in seen]
+                elif (isinstance(item, torch.Tensor) and item.requires_grad and item.is_leaf
+                      and id(item) not in params and id(item) not in seen):
+                    found.append(item)
+            seen.update(id(t) for t in found)
+            if found:
+                hidden.append((f"model.{name + '.' if name else ''}{attr}", found))
+    if not hidden:
+        return []
+    tensors = [t for _, ts in hidden for t in ts]
+    covered = all(id(t) in in_opt for t in tensors)
+    where = "; ".join(f"{label} ({type(getattr_path(model, label)).__name__}, {len(ts)} tensor(s), "
+                      f"{sum(t.numel() for t in ts):,} values)" for label, ts in hidden[:4])
+    observed = (f"{len(tensors)} tensor(s) that require gradients are not registered parameters of the model: "
+                f"{where}. model.parameters() does not list them"
+                + (", but the optimizer holds them." if covered else ", and the optimizer does not hold them."))
+    why = ("nn.Module only registers layers assigned directly as attributes or kept in nn.ModuleList / "
+           "nn.ModuleDict (tensors: nn.Parameter). Layers in a plain Python list or dict "
+           + ("are trained here only because you passed them to the optimizer by hand, but " if covered else
+              "keep their random initial weights (an optimizer built from model.parameters() never updates "
+              "them), and ")
+           + "model.to(device), model.train()/eval() and state_dict() skip them.")
+    return [finding("PARAMS_NOT_REGISTERED", "warning" if covered else "error", observed, why,
+                    "wrap the list: self.layers = nn.ModuleList([...]) (a dict: nn.ModuleDict({...})); wrap "
+                    "tensors: self.w = nn.Parameter(torch.randn(...)); then build the optimizer from "
+                    "model.parameters().")]
+
+
+def getattr_path(model: nn.Module, label: str) -> Any:
+    obj: Any = model
+    for part in label.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    return obj
+
+
 def device_findings(model: nn.Module, batch: Any, loss_fn: Any) -> list[Finding]:
     """DEVICE_MISMATCH: model, batch and loss tensors not all on one device."""
     places: dict[str, set[str]] = {}
@@ -110,7 +172,20 @@ def device_findings(model: nn.Module, batch: Any, loss_fn: Any) -> list[Finding]
 
 def input_findings(x: Any, model: nn.Module) -> list[Finding]:
     """NAN_OR_INF in the inputs, DTYPE_MISMATCH of float inputs, INPUT_NOT_NORMALIZED."""
-    if not isinstance(x, torch.Tensor) or not _has_values(x) or not x.is_floating_point():
+    if not isinstance(x, torch.Tensor) or not _has_values(x):
+        return []
+    param = next((p for p in model.parameters() if p.is_floating_point()), None)
+    if x.dtype == torch.uint8 and x.dim() >= 3 and param is not None:
+        return [finding(
+            "DTYPE_MISMATCH", "error",
+            f"the inputs are uint8 {tuple(x.shape)} with values {int(x.min())}..{int(x.max())} (raw image "
+            f"pixels), but the model's parameters are {param.dtype}.",
+            "layers need float inputs ('Input type (unsigned char) and bias type (float) should be the "
+            "same'); and converting with .float() alone leaves values up to 255, far too large for the "
+            "initial weights: the loss explodes or stalls.",
+            "convert and scale once: x = x.float() / 255 (torchvision: transforms.v2.ToDtype(torch.float32, "
+            "scale=True)), then normalise with the training set's mean and std.")]
+    if not x.is_floating_point():
         return []
     found: list[Finding] = []
     finite = torch.isfinite(x)
@@ -125,7 +200,6 @@ def input_findings(x: Any, model: nn.Module) -> list[Finding]:
             "optimizer step every weight is NaN.",
             "find them in the data: torch.isfinite(x).all(dim=1) marks good rows; fix the "
             "preprocessing (division by zero, log of 0) or drop/fill those samples before training."))
-    param = next((p for p in model.parameters() if p.is_floating_point()), None)
     if param is not None and param.dtype != x.dtype:
         found.append(finding(
             "DTYPE_MISMATCH", "error",
@@ -159,6 +233,16 @@ def _scale_findings(x: torch.Tensor) -> list[Finding]:
         observed += (f"; feature {int(stds.argmax())} has std {float(stds.max()):.4g} while feature "
                      f"{int(torch.where(stds > 0, stds, math.inf).argmin())} has std "
                      f"{float(positive.min()):.4g}")
+    low, high = float(data.min()), float(data.max())
+    if data.dim() in (3, 4) and low >= 0 and 1.5 < high <= 255 and bool((data == data.round()).float().mean() > 0.9):
+        return [finding("INPUT_NOT_NORMALIZED", "warning",
+                        observed + "): whole numbers from 0 to 255, raw image pixels never scaled.",
+                        "the first layer's weights are initialised for inputs of size about 1: with pixels "
+                        "up to 255 the activations and gradients are 100 times too large, so training "
+                        "diverges or saturates (and a loss stuck at chance level often follows).",
+                        "scale the images: x = x / 255 (torchvision: transforms.v2.ToDtype(torch.float32, "
+                        "scale=True)), then transforms.v2.Normalize(mean, std) with the training set's "
+                        "statistics; use the same for validation.")]
     return [finding("INPUT_NOT_NORMALIZED", "warning", observed + ").",
                     "a layer's outputs and its weight gradients scale with its inputs: with large "
                     "inputs a learning rate that suits normalised data makes updates far too big "
@@ -196,66 +280,95 @@ def label_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> Fin
                    "index), or give the last layer one output per class.")
 
 
-def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool) -> list[Finding]:
-    """SOFTMAX_BEFORE_CE, BROADCAST_IN_LOSS and DTYPE_MISMATCH from the loss's two inputs."""
+def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool, made_by: str | None = None,
+                        reshaped_same: bool | None = None) -> list[Finding]:
+    """SOFTMAX_BEFORE_CE, BROADCAST_IN_LOSS, TARGET_SHAPE and DTYPE_MISMATCH from the loss's two inputs.
+
+    ``made_by``: the operation that produced ``pred`` (see :func:`.graph.producer`);
+    ``reshaped_same``: whether the loss gives the same value with the target reshaped to the
+    prediction's shape (then it reshapes internally and nothing broadcasts)."""
     if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
         return []
-    found = [f for f in (label_finding(pred, target, loss_fn), _softmax_finding(pred, target, loss_fn),
-                         _broadcast_finding(pred, target), _dtype_finding(pred, target, loss_fn, autocast))
+    found = [f for f in (label_finding(pred, target, loss_fn), target_shape_finding(pred, target, loss_fn),
+                         _softmax_finding(pred, target, loss_fn, made_by),
+                         _broadcast_finding(pred, target, loss_fn, reshaped_same),
+                         _dtype_finding(pred, target, loss_fn, autocast))
              if f is not None]
     return found
 
 
-def _softmax_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> Finding | None:
-    if not (pred.is_floating_point() and _has_values(pred) and pred.dim() >= 1):
+_SOFTMAX_OPS = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
+_SIGMOID_OPS = ("SigmoidBackward0",)
+
+
+def _softmax_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
+    """Decided from the operation that produced the loss input (its grad_fn), never from values."""
+    if made_by is None or not pred.is_floating_point():
         return None
-    p = pred.detach().float()
-    in_unit = bool(p.min() >= -1e-6) and bool(p.max() <= 1 + 1e-6)
     if isinstance(loss_fn, nn.BCEWithLogitsLoss) or loss_fn is F.binary_cross_entropy_with_logits:
-        if in_unit and p.numel() >= 16 and bool(p.min() > 0):
-            return finding("SOFTMAX_BEFORE_CE", "error",
-                           f"all {p.numel()} scores given to BCEWithLogitsLoss lie in (0, 1): they look "
-                           "like sigmoid outputs, but this loss applies the sigmoid itself.",
-                           "the doubled sigmoid squashes every score into (0.5, 0.73): gradients shrink "
-                           "and the loss cannot get near 0.",
-                           "return raw logits (remove the final sigmoid); apply torch.sigmoid only to "
-                           "report probabilities.")
-        return None
+        if made_by not in _SIGMOID_OPS:
+            return None
+        return finding("SOFTMAX_BEFORE_CE", "error",
+                       f"the {pred.numel()} scores given to BCEWithLogitsLoss come straight from a sigmoid "
+                       f"(the last operation before the loss is {made_by}), but this loss applies the "
+                       "sigmoid itself.",
+                       "the doubled sigmoid squashes every score into (0.5, 0.73): gradients shrink "
+                       "and the loss cannot get near 0.",
+                       "return raw logits (remove the final nn.Sigmoid / torch.sigmoid); apply "
+                       "torch.sigmoid only to report probabilities. (Or keep the sigmoid and use nn.BCELoss.)")
     ce_like = is_cross_entropy(loss_fn) or (not target.is_floating_point() and class_index_shaped(pred, target))
-    if not (ce_like and p.dim() >= 2 and p.shape[1] >= 2 and in_unit):
+    if not (ce_like and made_by in _SOFTMAX_OPS and pred.dim() >= 1):
         return None
-    row_error = float((p.sum(dim=1) - 1).abs().max())
-    if row_error > 1e-3:
-        return None
-    classes = p.shape[1]
+    classes = pred.shape[1] if pred.dim() >= 2 else pred.shape[0]
     if isinstance(loss_fn, nn.NLLLoss) or loss_fn is F.nll_loss:
         return finding("SOFTMAX_BEFORE_CE", "error",
-                       "NLLLoss received probabilities (in [0, 1], every row sums to 1) "
-                       "instead of log-probabilities.",
+                       f"NLLLoss received the output of a softmax over {classes} classes (the last operation "
+                       f"before the loss is {made_by}) instead of log-probabilities.",
                        "NLLLoss returns -input[label]: on probabilities that is -p, not -log p, so the "
                        "gradients are wrong and confident mistakes are barely punished.",
                        "end the model with log_softmax(dim=1) instead of softmax, or return logits and "
                        "use nn.CrossEntropyLoss.")
-    floor = math.log(1 + (classes - 1) / math.e)
+    floor = math.log(1 + (classes - 1) / math.e) if classes >= 2 else 0.0
     return finding("SOFTMAX_BEFORE_CE", "error",
-                   f"the scores given to the loss are probabilities: all in [0, 1] and every row sums to 1 "
-                   f"over {classes} classes. CrossEntropyLoss applies log_softmax "
-                   f"itself, so with {classes} classes the loss can never fall below {floor:.3f}.",
+                   f"the scores given to the loss come straight from a softmax (the last operation before "
+                   f"the loss is {made_by}): they are probabilities over {classes} classes. CrossEntropyLoss "
+                   f"applies log_softmax itself, so with {classes} classes the loss can never fall below "
+                   f"{floor:.3f}.",
                    "softmax is applied twice: the scores are squashed into [0, 1], gradients shrink "
                    "and training crawls, then stalls at a high loss.",
                    "return raw logits from the model (remove the final nn.Softmax / .softmax(dim=1)); "
                    "CrossEntropyLoss expects logits. Use softmax only to report probabilities.")
 
 
-def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor) -> Finding | None:
+def _shape_fix(pred: torch.Tensor, target: torch.Tensor) -> str:
+    p, t = tuple(pred.shape), tuple(target.shape)
+    if p == t + (1,):
+        return (f"give the target the prediction's shape: y = y.unsqueeze(1) (or compare pred.squeeze(1) with y); "
+                f"both are then {p}")
+    if t == p + (1,):
+        return f"drop the target's extra dimension: y = y.squeeze(1), so both are {p}"
+    if pred.numel() == target.numel():
+        return f"reshape one to the other: y = y.view_as(pred) (both {p})"
+    return "make the shapes equal before the loss (check which dimension is the batch)"
+
+
+def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
+                       reshaped_same: bool | None) -> Finding | None:
     if pred.shape == target.shape or pred.dim() == 0 or target.dim() == 0:
         return None
     if not target.is_floating_point() and class_index_shaped(pred, target):
+        return None
+    if reshaped_same:  # the loss reshapes internally: same value with matching shapes
+        return None
+    known = isinstance(loss_fn, _REGRESSION_LOSSES) or loss_fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss)
+    if reshaped_same is None and not known and pred.numel() != target.numel():
         return None
     try:
         shape = torch.broadcast_shapes(pred.shape, target.shape)
     except RuntimeError:
         return None
+    if tuple(shape) in (tuple(pred.shape), tuple(target.shape)) and pred.numel() != target.numel():
+        return None  # one side is expanded on purpose (e.g. one target for many predictions)
     terms = math.prod(shape)
     return finding("BROADCAST_IN_LOSS", "error",
                    f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ; "
@@ -264,8 +377,26 @@ def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor) -> Finding | No
                    "every prediction is compared with every target instead of its own: the loss looks "
                    "plausible, but its gradient pulls all predictions toward the average target, so the "
                    "model cannot fit (MSELoss only warns once).",
-                   "make the shapes equal before the loss, e.g. pred.squeeze(1) or y.unsqueeze(1), and "
-                   "keep `assert pred.shape == y.shape` in your training step.")
+                   _shape_fix(pred, target) + "; keep `assert pred.shape == y.shape` in your training step.")
+
+
+def target_shape_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
+    """TARGET_SHAPE: class-index targets shaped (N, 1) for a (N, C) prediction (checked before the loss)."""
+    if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor) and is_cross_entropy(loss_fn)):
+        return None
+    if (pred.is_floating_point() and not target.is_floating_point() and pred.dim() >= 2
+            and target.dim() == pred.dim() and target.shape[1] == 1 and target.shape[0] == pred.shape[0]
+            and target.shape[2:] == pred.shape[2:] and pred.shape[1] >= 2):
+        want = (pred.shape[0], *pred.shape[2:])
+        return finding("TARGET_SHAPE", "error",
+                       f"the class labels have shape {tuple(target.shape)} for a prediction of shape "
+                       f"{tuple(pred.shape)}; {type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else 'cross_entropy'} "
+                       f"expects one class index per sample, shape {want}.",
+                       "with an extra dimension of size 1 the loss reads the target as a multi-dimensional "
+                       "one and raises '0D or 1D target tensor expected, multi-target not supported'.",
+                       "drop the extra dimension: y = y.squeeze(1) (or y.view(-1)); best in the dataset, "
+                       "so each label is a plain integer.")
+    return None
 
 
 def _dtype_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, autocast: bool) -> Finding | None:

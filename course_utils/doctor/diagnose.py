@@ -10,8 +10,10 @@ the classic troubleshooting table and the "loss will not go down" checklist into
    the loss (softmax outputs, label range, broadcasting shapes, dtypes), NaN/Inf per layer,
    which parameters receive gradients, whether gradients carry over (missing ``zero_grad``),
    Dropout/BatchNorm in eval mode;
-3. overfitting the batch's first 16 samples for up to ``max_steps`` steps: does the loss fall,
-   or diverge? (With lr x10 or x0.1 as a second opinion.)
+3. overfitting the batch's first 16 samples for a fixed number of steps derived from the model's
+   size (at most ``max_steps``; never a time limit, so the verdict does not depend on the
+   machine's speed or load): does the loss fall, diverge, or settle at chance level? (With lr x10
+   or x0.1 as a second opinion.)
 
 Codes are stable strings (:data:`.report.CODES`); ``Report.codes`` is their set.
 
@@ -44,14 +46,16 @@ import torch
 from torch import nn
 
 from .analysis import divergence, overfit_findings, step_findings
-from .checks import device_findings, input_findings, leaves, optimizer_findings
-from .probes import preserved_state, probe_overfit, probe_step
-from .report import Finding, Report
+from .checks import device_findings, input_findings, leaves, optimizer_findings, registration_findings
+from .probes import CopyFailed, preserved_state, probe_overfit, probe_step, step_budget
+from .report import Finding, Report, finding
 
-__all__ = ["OVERFIT_SAMPLES", "diagnose", "first_samples", "split_batch", "standard_step"]
+__all__ = ["MAX_STEPS", "OVERFIT_SAMPLES", "diagnose", "first_samples", "split_batch", "standard_step"]
 
 #: The one-batch overfitting probe trains on this many samples (fast, and easy to memorise).
 OVERFIT_SAMPLES = 16
+#: The most steps the one-batch probe runs (small models; larger ones get fewer, see step_budget).
+MAX_STEPS = 60
 _PAIRS = [("x", "y"), ("input", "target"), ("inputs", "targets"), ("image", "label"),
           ("images", "labels"), ("features", "target"), ("features", "targets")]
 
@@ -159,53 +163,87 @@ def _context(x: Any, y: Any, model: nn.Module) -> str:
 
 
 def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.optim.Optimizer, batch: Any,
-             train_step: Callable[..., Any] | None = None, *, max_steps: int = 50) -> Report:
+             train_step: Callable[..., Any] | None = None, *, max_steps: int = MAX_STEPS) -> Report:
     """Check a training setup on copies and return a :class:`Report` (see the module docstring).
 
     ``train_step(model, batch, optimizer, loss_fn)`` must do one full step (zero_grad, forward,
     loss, backward, step) and return the loss; without it :func:`standard_step` runs.
-    ``max_steps`` bounds the one-batch overfitting probe.
+    ``max_steps`` caps the one-batch overfitting probe, whose step budget comes from the model's
+    size (:func:`.probes.step_budget`): a number of steps, never a time limit, so the verdict is
+    the same on a slow or busy machine.
     """
     problem = _argument_problem(model, loss_fn, optimizer, batch, train_step)
     if problem:
         raise TypeError(problem)
     started = time.perf_counter()
-    max_steps = max(1, int(max_steps))
-    step = train_step if train_step is not None else standard_step
-    x, y = split_batch(batch) or (None, None)
-    if x is None and isinstance(batch, torch.Tensor):
-        x = batch
-    found: list[Finding] = []
     notes = [(f"the probes ran {'your train_step' if train_step else 'the standard step'} on copies "
               "of your model, optimizer and batch.")]
     measurements: dict[str, Any] = {}
-    with preserved_state():
-        found += optimizer_findings(model, optimizer) + device_findings(model, batch, loss_fn)
-        if "DEVICE_MISMATCH" not in {f.code for f in found}:
-            found += input_findings(x, model)
-        codes = {f.code for f in found}
-        on_meta = any(t.device.type == "meta" for _, t in leaves(batch))
-        if "DEVICE_MISMATCH" in codes or on_meta:
-            if on_meta and "DEVICE_MISMATCH" not in codes:
-                notes.append("the batch is on the meta device (shapes only): no step could run.")
-        else:
-            record = probe_step(model, optimizer, batch, loss_fn, step, context=_context(x, y, model))
-            found += [f for f in step_findings(record, loss_fn, y, train_step is None) if f.code not in codes]
-            if record.losses:
-                measurements["initial_loss"] = record.losses[0]
-                grads = [g for g in (record.step_grads[0].values() if record.step_grads else []) if g is not None]
-                if grads:
-                    norm = float(torch.linalg.vector_norm(torch.stack([g.double().norm() for g in grads])))
-                    measurements["grad_norm"] = norm
-                    notes.append(f"one step: loss {record.losses[0]:.4g}, total gradient norm {norm:.4g} "
-                                 f"over {len(grads)} parameter tensors.")
-            if record.error is None and record.returned is None and record.losses and math.isfinite(record.losses[0]):
-                found += _overfit(model, optimizer, batch, loss_fn, step, max_steps, found, notes, measurements)
+    found: list[Finding] = []
+    try:
+        with preserved_state():
+            found = _run(model, loss_fn, optimizer, batch, train_step, max(1, int(max_steps)), notes, measurements)
+    except CopyFailed as exc:
+        found.append(finding("NOT_CHECKED", "warning",
+                             f"the probes run on deep copies of the 4 objects (model, optimizer, batch and loss_fn), "
+                             f"but copying failed ({exc}), so no training step was checked.",
+                             "the doctor never trains your own objects.",
+                             "find the attribute that cannot be copied (e.g. copy.deepcopy(model) raises the "
+                             "same error) and keep it outside the model, or run diagnose() on a freshly built model."))
+    except Exception as exc:  # noqa: BLE001 -- never raise from deep inside: say what could not be checked
+        found.append(finding("NOT_CHECKED", "warning",
+                             f"the doctor's own checks stopped with {type(exc).__name__}: {str(exc)[:200]}; "
+                             f"the findings above are what it could check before that.",
+                             "an unusual model, batch or step layout that the probes do not handle.",
+                             "run your step once by hand and read the traceback; report the setup if it "
+                             "trains correctly by hand."))
     measurements["seconds"] = time.perf_counter() - started
     unique: dict[str, Finding] = {}
     for item in found:
         unique.setdefault(item.code, item)
     return Report(list(unique.values()), notes, measurements)
+
+
+def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch: Any, train_step: Any,
+         max_steps: int, notes: list[str], measurements: dict[str, Any]) -> list[Finding]:
+    """The stages: static checks, the instrumented step, the one-batch probe."""
+    step = train_step if train_step is not None else standard_step
+    x, y = split_batch(batch) or (None, None)
+    if x is None and isinstance(batch, torch.Tensor):
+        x = batch
+    found: list[Finding] = []
+    found += optimizer_findings(model, optimizer) + registration_findings(model, optimizer)
+    found += device_findings(model, batch, loss_fn)
+    if "DEVICE_MISMATCH" not in {f.code for f in found}:
+        found += input_findings(x, model)
+    codes = {f.code for f in found}
+    on_meta = any(t.device.type == "meta" for _, t in leaves(batch))
+    if "DEVICE_MISMATCH" in codes or on_meta:
+        if on_meta and "DEVICE_MISMATCH" not in codes:
+            notes.append("the batch is on the meta device (shapes only): no step could run.")
+        return found
+    copy_notes: list[str] = []
+    record = probe_step(model, optimizer, batch, loss_fn, step, context=_context(x, y, model), notes=copy_notes)
+    notes += [n + "." for n in copy_notes]
+    found += [f for f in step_findings(record, loss_fn, y, train_step is None) if f.code not in codes]
+    if record.losses:
+        measurements["initial_loss"] = record.losses[0]
+        grads = [g for g in (record.step_grads[0].values() if record.step_grads else
+                             record.increments[0].values() if record.increments else []) if g is not None]
+        if grads:
+            norm = float(torch.linalg.vector_norm(torch.stack([g.double().norm() for g in grads])))
+            measurements["grad_norm"] = norm
+            notes.append(f"one step: loss {record.losses[0]:.4g}, total gradient norm {norm:.4g} "
+                         f"over {len(grads)} parameter tensors.")
+    if record.error is None and record.returned is None and record.losses and math.isfinite(record.losses[0]):
+        n_params = sum(p.numel() for p in model.parameters())
+        per_sample = record.activations / max(record.samples, 1)
+        budget = step_budget(n_params, per_sample, min(record.samples or OVERFIT_SAMPLES, OVERFIT_SAMPLES), max_steps)
+        measurements["step_budget"] = budget
+        found += _overfit(model, optimizer, batch, loss_fn, step, budget, found, notes, measurements)
+    elif record.error is not None or record.returned is not None:
+        notes.append("could not check whether the model can fit one batch, because the step did not run to the end.")
+    return found
 
 
 def _overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any, step: Any,
@@ -218,11 +256,11 @@ def _overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, los
     if not blocked and main.error is None and main.losses and main.step_calls and main.changed:
         scale = 0.1 if divergence(main.losses) else 10.0
         if scale < 1 or main.losses[0] > 0 and min(main.losses) > 0.9 * main.losses[0]:
-            other = probe_overfit(model, optimizer, small, loss_fn, step, max(max_steps // 2, 1), lr_scale=scale,
-                                  budget_s=1.0, min_steps=10)
+            other = probe_overfit(model, optimizer, small, loss_fn, step, max(max_steps // 2, 1), lr_scale=scale)
     if other is not None:
         measurements["second_opinion_losses"] = other.losses
     new, extra = overfit_findings(main, other, blocked,
-                                  input_warning=any(f.code == "INPUT_NOT_NORMALIZED" for f in found))
+                                  input_warning=any(f.code == "INPUT_NOT_NORMALIZED" for f in found),
+                                  loss_fn=loss_fn)
     notes += extra
     return new

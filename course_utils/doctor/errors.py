@@ -18,6 +18,10 @@ import traceback
 from .report import Finding, finding
 
 _PATTERNS: list[tuple[str, tuple[str, ...]]] = [
+    ("INPLACE_MODIFIED", ("modified by an inplace operation",)),
+    ("GRAPH_REUSED", ("backward through the graph a second time", "saved tensors after they have already been freed")),
+    ("TARGET_SHAPE", ("multi-target not supported", "0D or 1D target tensor expected", "must be the same as input size",
+                      "that is different to the input size")),
     ("DEVICE_MISMATCH", ("same device", "expected device", "device type", "is on cpu", "is on cuda")),
     ("LABEL_OUT_OF_RANGE", ("out of bounds", "device-side assert")),
     ("NO_GRAD_FLOW", ("does not require grad", "does not have a grad_fn")),
@@ -54,6 +58,24 @@ def classify_exception(exc: BaseException, context: str = "") -> Finding:
                             "must be int64."),
                            ("convert the data once, e.g. x = x.float() (images: x.float() / 255) and "
                             "y = y.long().")),
+        "INPLACE_MODIFIED": (("backward() needs the values some operations saw in the forward pass; an "
+                              "in-place change (x += ..., x[...] = ..., x.relu_(), nn.ReLU(inplace=True) on a tensor "
+                              "used again, or optimizer.step() before a second backward) overwrote one of them."),
+                             ("write the operation out of place (x = x + y, x = torch.relu(x), "
+                              "torch.where(mask, value, x) instead of x[mask] = value), or .clone() the tensor "
+                              "before changing it; run the step once under torch.autograd.set_detect_anomaly(True) "
+                              "to see the forward line that created the tensor.")),
+        "GRAPH_REUSED": (("each backward() frees the graph it used. A tensor carried from one step to the next "
+                          "(an RNN hidden state, a running total, a cached output) still points into the freed "
+                          "graph, so the next backward() tries to go through it again."),
+                         ("detach what you carry between steps: hidden = hidden.detach() (for an LSTM: "
+                          "h, c = h.detach(), c.detach()) right after using it, or start each batch from a new "
+                          "zero state; keep running totals with loss.item(). retain_graph=True only hides the "
+                          "problem: every step would back-propagate through all earlier ones.")),
+        "TARGET_SHAPE": (("the loss expects the target in a given shape: class indices (N,) for a (N, C) "
+                          "prediction, or exactly the prediction's shape for BCE/MSE-style losses."),
+                         ("print pred.shape and y.shape right before the loss; class labels: y = y.squeeze(1) "
+                          "(or y.view(-1)); one output per sample: y = y.view_as(pred).")),
         "STEP_FAILED": ("the other checks cannot run until one training step succeeds.",
                         ("run your step once outside diagnose() and read the full traceback; print the "
                          "shapes and dtypes of x, the model output and y.")),

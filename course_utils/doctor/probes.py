@@ -5,6 +5,9 @@ copied optimizer holds the copied parameters, with the same hyperparameters and 
 buffers, Adam moments). The caller's objects are never touched; :func:`preserved_state` also
 restores the random generators and the grad mode afterwards.
 
+Probes are bounded by a number of steps, never by time: the same setup gives the same records on
+a fast, a slow or a busy machine.
+
 Example:
     >>> import torch
     >>> from torch import nn
@@ -25,7 +28,6 @@ from __future__ import annotations
 import copy
 import math
 import random
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,8 +39,9 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
-from .checks import label_finding, leaves
+from .checks import label_finding, leaves, target_shape_finding
 from .errors import classify_exception
+from .graph import GraphInfo, producer, walk
 from .report import Finding
 
 SEED = 0
@@ -53,6 +56,10 @@ class ProbeAbort(Exception):
     def __init__(self, found: Finding) -> None:
         super().__init__(found.message)
         self.finding = found
+
+
+class CopyFailed(Exception):
+    """The objects could not be deep-copied, even with the fallbacks of :func:`copies`."""
 
 
 @contextmanager
@@ -81,23 +88,70 @@ def seed_all(seed: int = SEED) -> None:
     torch.manual_seed(seed)
 
 
-def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any) -> tuple:
-    """Deep copies of all four, sharing one memo so the optimizer points at the copied params."""
-    try:
-        model_c, opt_c, batch_c, loss_c = copy.deepcopy((model, optimizer, batch, loss_fn))
-    except Exception as exc:  # noqa: BLE001 -- e.g. an attribute that cannot be copied (open file, lock)
-        raise TypeError(f"diagnose() runs its probes on deep copies of model, optimizer, batch and "
-                        f"loss_fn, but copying failed with {type(exc).__name__}: {exc}. Keep "
-                        f"non-copyable objects (files, loaders, locks) out of the model.") from None
-    for param in model_c.parameters():
-        param.grad = None
-    return model_c, opt_c, batch_c, loss_c
+def _attached(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.grad_fn is not None
+
+
+def _state_memo(model: nn.Module, shared: bool) -> tuple[dict[int, Any], list[str]]:
+    """A deepcopy memo that detaches tensor attributes holding a graph (a stored hidden state) and,
+    with ``shared``, shares attributes that cannot be copied (locks, files, loaders)."""
+    memo: dict[int, Any] = {}
+    notes: list[str] = []
+    for name, module in model.named_modules():
+        for attr, value in vars(module).items():
+            if attr.startswith("_") and attr in ("_parameters", "_buffers", "_modules"):
+                continue
+            items = value if isinstance(value, (tuple, list)) else [value]
+            label = f"{name + '.' if name else ''}{attr}"
+            if any(_attached(v) for v in items):
+                for v in items:
+                    if _attached(v):
+                        memo[id(v)] = v.detach().clone()
+                notes.append(f"model.{label} holds a tensor attached to the graph of an earlier step "
+                             "(the probes used a detached copy)")
+            elif shared:
+                try:
+                    copy.deepcopy(value, dict(memo))
+                except Exception:  # noqa: BLE001 -- any failure: share the object instead
+                    memo[id(value)] = value
+                    notes.append(f"model.{label} ({type(value).__name__}) cannot be copied, so the probes "
+                                 "share it with your model")
+    return memo, notes
+
+
+def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
+           notes: list[str] | None = None) -> tuple:
+    """Deep copies of all four, sharing one memo so the optimizer points at the copied params.
+
+    A tensor attribute that still holds an autograd graph (e.g. an LSTM state stored on the model
+    after a training step) is copied detached; an attribute that cannot be copied at all is shared.
+    What was done is appended to ``notes``. Raises :class:`CopyFailed` when nothing works."""
+    error: Exception | None = None
+    for shared in (None, False, True):
+        memo, done = ({}, []) if shared is None else _state_memo(model, shared)
+        if shared is not None:  # batch tensors still attached to a graph (e.g. made from parameters)
+            for _, tensor in leaves(batch):
+                if _attached(tensor):
+                    memo[id(tensor)] = tensor.detach().clone()
+        try:
+            model_c, opt_c, batch_c, loss_c = copy.deepcopy((model, optimizer, batch, loss_fn), memo)
+        except Exception as exc:  # noqa: BLE001 -- try the next fallback
+            error = exc
+            continue
+        if notes is not None:
+            notes.extend(n for n in done if n not in notes)
+        for param in model_c.parameters():
+            param.grad = None
+        return model_c, opt_c, batch_c, loss_c
+    raise CopyFailed(f"{type(error).__name__}: {error}")
 
 
 def as_float(value: Any, fallback: list[torch.Tensor]) -> float:
     """The loss a step returned, as a float (nan when it returned something else)."""
     if value is None and fallback:
         value = fallback[-1]
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+        value = value[0]  # (loss, outputs) pairs
     if isinstance(value, torch.Tensor) and value.numel() == 1 and value.device.type != "meta":
         return float(value.detach().float())
     if isinstance(value, (int, float)):
@@ -105,31 +159,75 @@ def as_float(value: Any, fallback: list[torch.Tensor]) -> float:
     return math.nan
 
 
-class LossRecorder:
-    """Wraps loss_fn: records (prediction, target) and refuses out-of-range labels."""
+@dataclass
+class LossCall:
+    """One call of the loss function, as the doctor saw it."""
 
-    def __init__(self, loss_fn: Any) -> None:
+    pred: torch.Tensor
+    target: torch.Tensor
+    autocast: bool
+    #: The operation that made the prediction, looking through reshapes (``SoftmaxBackward0``...).
+    producer: str | None
+    requires_grad: bool
+    #: When the shapes differ: does the loss give the same value with the target reshaped to the
+    #: prediction's shape? (True: the loss reshapes internally; None: not tried.)
+    reshaped_same: bool | None = None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
+        return False
+    return bool(torch.allclose(a.detach().double(), b.detach().double(), rtol=1e-5, atol=1e-7))
+
+
+class LossRecorder:
+    """Wraps loss_fn: records what reaches it and refuses out-of-range labels / (N, 1) class targets."""
+
+    def __init__(self, loss_fn: Any, keep: int = 4) -> None:
         self.loss_fn = loss_fn
-        self.inputs: list[tuple[torch.Tensor, torch.Tensor, bool]] = []
+        self.keep = keep
+        self.calls: list[LossCall] = []
         self.outputs: list[torch.Tensor] = []
+        self.last: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.graph: GraphInfo | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        pred = target = None
         if len(tensors) >= 2:
             pred, target = tensors[0], tensors[1]
-            if len(self.inputs) < 4:
-                try:
-                    autocast = torch.is_autocast_enabled(pred.device.type)
-                except (RuntimeError, TypeError):
-                    autocast = False
-                self.inputs.append((pred.detach(), target.detach(), autocast))
-            problem = label_finding(pred, target, self.loss_fn)
+            problem = label_finding(pred, target, self.loss_fn) or target_shape_finding(pred, target, self.loss_fn)
             if problem is not None:
                 raise ProbeAbort(problem)
         out = self.loss_fn(*args, **kwargs)
+        if pred is not None and target is not None:
+            self.last = (pred.detach(), target.detach())
+            if len(self.calls) < self.keep:
+                self.calls.append(self._record(pred, target, out, args, kwargs))
         if isinstance(out, torch.Tensor):
             self.outputs.append(out.detach())
+            if self.graph is None and out.grad_fn is not None:
+                self.graph = walk(out)
         return out
+
+    def _record(self, pred: torch.Tensor, target: torch.Tensor, out: Any, args: tuple, kwargs: dict) -> LossCall:
+        try:
+            autocast = torch.is_autocast_enabled(pred.device.type)
+        except (RuntimeError, TypeError):
+            autocast = False
+        call = LossCall(pred.detach(), target.detach(), autocast, producer(pred), pred.requires_grad)
+        if (not self.calls and pred.shape != target.shape and pred.numel() == target.numel() > 0
+                and len(args) >= 2 and args[0] is pred and args[1] is target and pred.device.type != "meta"):
+            same: list[bool] = []
+            for a, b in ((pred.detach(), target.detach().reshape(pred.shape)),
+                         (pred.detach().reshape(target.shape), target.detach())):
+                try:
+                    with torch.no_grad():
+                        same.append(_same_value(out, self.loss_fn(a, b, *args[2:], **kwargs)))
+                except Exception:  # noqa: BLE001 -- the loss cannot take these shapes: not decided
+                    pass
+            call.reshaped_same = any(same) if same else None
+        return call
 
     def __getattr__(self, name: str) -> Any:  # loss_fn.reduction etc. still work
         return getattr(self.__dict__["loss_fn"], name)
@@ -142,23 +240,38 @@ class StepRecord:
     names: dict[int, str]
     trainable: list[nn.Parameter]
     losses: list[float] = field(default_factory=list)
+    #: The gradients at each (recorded, not executed) optimizer.step().
     step_grads: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
+    #: Per call: the gradient backward() computed for each parameter (summed over backward calls).
+    increments: list[dict[int, torch.Tensor]] = field(default_factory=list)
+    #: Per call: what .grad held when the call's first gradient arrived (None: empty / zero).
+    leftover: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
     accumulated: dict[int, int] = field(default_factory=dict)
     eval_layers: list[str] = field(default_factory=list)
     root_training: bool | None = None
     nonfinite: str | None = None
-    loss_inputs: list[tuple[torch.Tensor, torch.Tensor, bool]] = field(default_factory=list)
+    loss_calls: list[LossCall] = field(default_factory=list)
     model_outputs: list[Any] = field(default_factory=list)
+    graph: GraphInfo | None = None
+    #: Number of values in all layer outputs of the first call (the cost of a step, with the parameters).
+    activations: int = 0
+    samples: int = 0
+    #: ids of the copied optimizer's tensors.
+    optimizer_ids: set[int] = field(default_factory=set)
     error: Finding | None = None
     #: Type name of what the step returned when it was not a loss (and loss_fn was never called).
     returned: str | None = None
+
+    @property
+    def loss_inputs(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
+        return [(c.pred, c.target, c.autocast) for c in self.loss_calls]
 
 
 class _Instruments:
     """Hooks on a copied model: non-finite outputs, eval-mode layers, gradient arrivals."""
 
     def __init__(self, model: nn.Module, record: StepRecord) -> None:
-        self.record, self.watch_finite, self.handles = record, True, []
+        self.record, self.watch_finite, self.handles, self.call = record, True, [], 0
         for name, module in model.named_modules():
             label = f"'{name or 'model'}' ({type(module).__name__})"
             self.handles.append(module.register_forward_hook(self._finite_hook(label)))
@@ -169,6 +282,26 @@ class _Instruments:
         for param in record.trainable:
             record.accumulated[id(param)] = 0
             self.handles.append(param.register_post_accumulate_grad_hook(self._arrived))
+            self.handles.append(param.register_hook(self._incoming(param)))
+
+    def start_call(self, call: int) -> None:
+        self.call = call
+        self.watch_finite = call == 0
+        self.record.increments.append({})
+        self.record.leftover.append({})
+
+    def _incoming(self, param: torch.Tensor) -> Callable:
+        pid = id(param)
+
+        def hook(grad: torch.Tensor) -> None:
+            if not self.record.increments:
+                return
+            left, inc = self.record.leftover[-1], self.record.increments[-1]
+            if pid not in left:
+                old = param.grad
+                left[pid] = None if old is None or not bool(old.any()) else old.detach().clone()
+            inc[pid] = grad.detach().clone() if pid not in inc else inc[pid] + grad.detach()
+        return hook
 
     def _root_hook(self, module: nn.Module, inputs: Any) -> None:
         if self.record.root_training is None:
@@ -185,9 +318,12 @@ class _Instruments:
 
     def _finite_hook(self, label: str) -> Callable:
         def hook(module: nn.Module, inputs: Any, output: Any) -> None:
-            if not self.watch_finite or self.record.nonfinite is not None:
+            if not self.watch_finite:
                 return
             outs = [t for t in (t for _, t in leaves(output)) if t.is_floating_point() and t.device.type != "meta"]
+            self.record.activations += sum(t.numel() for t in outs)
+            if self.record.nonfinite is not None:
+                return
             bad = sum(int((~torch.isfinite(t)).sum()) for t in outs)
             if bad:
                 ins = [t for t in (t for _, t in leaves(inputs)) if t.is_floating_point() and t.device.type != "meta"]
@@ -215,22 +351,27 @@ def _trainable(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict
     return names, [p for p in model.parameters() if p.requires_grad and id(p) in in_opt]
 
 
+def _samples(batch: Any) -> int:
+    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
+    return sizes.pop() if len(sizes) == 1 else 0
+
+
 def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-               step: Step, calls: int = 2, context: str = "") -> StepRecord:
+               step: Step, calls: int = 2, context: str = "", notes: list[str] | None = None) -> StepRecord:
     """Run ``step`` ``calls`` times on copies with optimizer.step() replaced by a recorder.
 
-    Parameters never change, and the RNG is re-seeded before each call, so every call sees the
-    same parameters, batch and dropout masks: the gradients at each step() must be identical
-    unless old gradients were left in ``.grad``.
-    """
-    model_c, opt_c, batch_c, loss_c = copies(model, optimizer, batch, loss_fn)
-    record = StepRecord(*_trainable(model_c, opt_c))
+    The optimizer's parameters never change, and the RNG is re-seeded before each call, so every
+    call sees the same parameters, batch and dropout masks. What ``.grad`` holds when the second
+    call's first gradient arrives tells whether the step clears old gradients."""
+    model_c, opt_c, batch_c, loss_c = copies(model, optimizer, batch, loss_fn, notes)
+    record = StepRecord(*_trainable(model_c, opt_c), samples=_samples(batch_c),
+                        optimizer_ids={id(p) for g in opt_c.param_groups for p in g["params"]})
     recorder = LossRecorder(loss_c)
     instruments = _Instruments(model_c, record)
     opt_c.step = instruments.fake_step  # type: ignore[method-assign]
     try:
         for call in range(calls):
-            instruments.watch_finite = call == 0
+            instruments.start_call(call)
             seed_all()
             out = step(model_c, copy.deepcopy(batch_c), opt_c, recorder)
             record.losses.append(as_float(out, recorder.outputs))
@@ -242,8 +383,24 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
         record.error = classify_exception(exc, context)
     finally:
         instruments.remove()
-        record.loss_inputs = recorder.inputs
+        record.loss_calls = recorder.calls
+        record.graph = recorder.graph
     return record
+
+
+#: The one-batch probe processes about this many parameter and activation values in all.
+WORK = 30e6
+
+
+def step_budget(n_params: int, activations_per_sample: float, samples: int, cap: int) -> int:
+    """Steps for the one-batch probe, from the model's size: about :data:`WORK` parameter and
+    activation values processed in all (at least 30 steps, at most ``cap``).
+
+    >>> step_budget(2_000, 150, 16, 60), step_budget(270_000, 80_000, 16, 60)
+    (60, 30)
+    """
+    cost = max(1.0, n_params + activations_per_sample * samples)
+    return int(max(min(30, cap), min(cap, WORK // cost)))
 
 
 @dataclass
@@ -255,37 +412,33 @@ class OverfitRecord:
     step_calls: int
     changed: float
     samples: int = 0
-    stopped_by_time: bool = False
     error: Finding | None = None
+    #: The last (prediction, target) that reached the loss.
+    last: tuple[torch.Tensor, torch.Tensor] | None = None
+    budget: int = 0
 
 
 def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-                  step: Step, max_steps: int = 50, lr_scale: float = 1.0, budget_s: float = 2.0,
-                  goal: float = 0.5, min_steps: int = 20) -> OverfitRecord:
-    """Train copies on one batch until the loss halves (``goal``), diverges or steps run out.
-
-    After ``min_steps`` steps the probe also stops once it has run for ``budget_s`` seconds."""
+                  step: Step, max_steps: int = 50, lr_scale: float = 1.0, done: float = 0.05) -> OverfitRecord:
+    """Train copies on one batch for ``max_steps`` steps; stop early only when the loss is
+    non-finite or has fallen to ``done`` times its start (memorised). No clock is read."""
     model_c, opt_c, batch_c, loss_c = copies(model, optimizer, batch, loss_fn)
     for group in opt_c.param_groups:
         group["lr"] = group["lr"] * lr_scale
     lrs = sorted({float(g["lr"]) for g in opt_c.param_groups})
     calls = [0]
     handle = opt_c.register_step_post_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
-    _, trainable = _trainable(model_c, opt_c)
+    trainable = [p for p in model_c.parameters() if p.requires_grad]
     before = [p.detach().clone() for p in trainable]
-    sizes = {t.shape[0] for _, t in leaves(batch_c) if t.dim() > 0}
-    record = OverfitRecord([], lrs, 0, 0.0, samples=sizes.pop() if len(sizes) == 1 else 0)
-    recorder = LossRecorder(loss_c)
+    record = OverfitRecord([], lrs, 0, 0.0, samples=_samples(batch_c), budget=max_steps)
+    recorder = LossRecorder(loss_c, keep=0)
     seed_all()
-    start = time.perf_counter()
     try:
         for _ in range(max_steps):
             loss = as_float(step(model_c, copy.deepcopy(batch_c), opt_c, recorder), recorder.outputs)
             record.losses.append(loss)
-            if not math.isfinite(loss) or loss <= goal * record.losses[0]:
-                break
-            if len(record.losses) >= min_steps and time.perf_counter() - start > budget_s:
-                record.stopped_by_time = True
+            start = record.losses[0]
+            if not math.isfinite(loss) or (start > 0 and loss <= done * start):
                 break
     except ProbeAbort as abort:
         record.error = abort.finding
@@ -294,6 +447,7 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
     finally:
         handle.remove()
     record.step_calls = calls[0]
+    record.last = recorder.last
     with torch.no_grad():
         record.changed = max((float((p - b).abs().max()) for p, b in zip(trainable, before)
                               if p.numel()), default=0.0)

@@ -44,6 +44,13 @@ CODES: dict[str, str] = {
     "BROADCAST_IN_LOSS": "prediction and target shapes differ but broadcast inside the loss",
     "INPUT_NOT_NORMALIZED": "inputs far from zero mean / unit scale",
     "EVAL_MODE_LEFT_ON": "training while Dropout/BatchNorm are in eval mode",
+    "PARAMS_NOT_REGISTERED": "layers in a plain Python list/dict, or tensors, that model.parameters() does not see",
+    "INPLACE_MODIFIED": "an in-place operation overwrote a tensor that backward() still needs",
+    "GRAPH_REUSED": "a tensor from an earlier step (e.g. a hidden state) still holds that step's graph",
+    "TARGET_SHAPE": "the target's shape does not fit the loss (e.g. class indices shaped (N, 1))",
+    "NON_DIFFERENTIABLE": "a non-differentiable step (argmax, round, comparison) between the model and the loss",
+    "STUCK_AT_CHANCE": "the loss settles at chance level and the model gives every sample the same output",
+    "NOT_CHECKED": "the doctor could not run its checks; the message says what and why",
     "STEP_FAILED": "the training step raised an error that none of the other codes explains",
 }
 

@@ -1,0 +1,81 @@
+"""What the autograd graph says about a tensor: which operation made it, and what a loss depends on.
+
+The doctor decides "softmax/sigmoid before the loss" from the operation that produced the loss
+input (its ``grad_fn``), never from the values, and finds tensors that receive gradients but are
+not parameters of the model (layers kept in a plain Python list, tensors created in ``forward``).
+
+Example:
+    >>> import torch
+    >>> w = torch.randn(3, 4, requires_grad=True)
+    >>> producer(torch.randn(2, 3).matmul(w).softmax(dim=1).view(2, 4))
+    'SoftmaxBackward0'
+    >>> info = walk(torch.randn(2, 3).matmul(w).round().sum())
+    >>> info.zero_gradient_ops, len(info.leaves)
+    (['RoundBackward0'], 1)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+#: Operations that only move, copy or reshape values: the doctor looks through them.
+_PASS_THROUGH = re.compile(
+    r"^(View|Reshape|ReshapeAlias|UnsafeView|Squeeze|Unsqueeze|Transpose|Permute|T|Clone|ToCopy|Select|"
+    r"Slice|AsStrided|Expand|Clamp|ClampMin|ClampMax|Flatten|Contiguous|Alias|Index)Backward\d*$")
+#: Operations whose derivative is zero wherever it exists.
+ZERO_GRADIENT_OPS = ("RoundBackward", "FloorBackward", "CeilBackward", "SignBackward", "TruncBackward",
+                     "FracBackward")
+
+
+def producer(tensor: Any, hops: int = 8) -> str | None:
+    """Name of the operation that made ``tensor``, looking through reshapes and copies (None: a leaf
+    or a tensor without a graph)."""
+    node = getattr(tensor, "grad_fn", None)
+    for _ in range(hops):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if not _PASS_THROUGH.match(name):
+            return name
+        nxt = [fn for fn, _ in node.next_functions if fn is not None]
+        node = nxt[0] if nxt else None
+    return None
+
+
+@dataclass
+class GraphInfo:
+    """What :func:`walk` found behind a loss."""
+
+    #: The leaf tensors the loss depends on (each AccumulateGrad node's variable).
+    leaves: list[torch.Tensor] = field(default_factory=list)
+    #: Names of zero-gradient operations (round, floor, sign, ...) on the way.
+    zero_gradient_ops: list[str] = field(default_factory=list)
+    complete: bool = True
+
+
+def walk(loss: Any, limit: int = 4000) -> GraphInfo:
+    """Visit the graph behind ``loss`` (at most ``limit`` nodes)."""
+    info = GraphInfo()
+    start = getattr(loss, "grad_fn", None)
+    if start is None:
+        return info
+    seen, stack = {id(start)}, [start]
+    while stack:
+        if len(seen) > limit:
+            info.complete = False
+            break
+        node = stack.pop()
+        name = type(node).__name__
+        if name == "AccumulateGrad":
+            info.leaves.append(node.variable)
+        elif name.startswith(ZERO_GRADIENT_OPS) and name not in info.zero_gradient_ops:
+            info.zero_gradient_ops.append(name)
+        for nxt, _ in getattr(node, "next_functions", ()):
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return info
