@@ -198,6 +198,77 @@ def _broken_head_replaced() -> Setup:
     return model, nn.CrossEntropyLoss(), optimizer, _classes(), None
 
 
+class _ListOfLayers(nn.Module):
+    """Hidden layers in a plain Python list: model.parameters() does not see them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = [nn.Linear(20, 32), nn.Linear(32, 32)]
+        self.out = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.hidden:
+            x = torch.relu(layer(x))
+        return self.out(x)
+
+
+class _InPlaceSigmoid(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head = nn.Linear(20, 32), nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.sigmoid(self.body(x))
+        h += 1.0  # sigmoid's backward needs its output: modified in place
+        return self.head(h)
+
+
+class _CarriesState(nn.Module):
+    """Keeps its GRU state between calls without detaching it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru, self.head = nn.GRU(4, 8, batch_first=True), nn.Linear(8, 2)
+        self.state: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, self.state = self.gru(x, self.state)
+        return self.head(out[:, -1])
+
+
+def _dead_relu_mlp() -> nn.Sequential:
+    model = _mlp()
+    with torch.no_grad():  # every ReLU is off: the output is the last bias, whatever the input
+        model[0].bias.fill_(-50.0)
+        model[2].bias.copy_(torch.randn(10, generator=_g(9)) * 3)
+    return model
+
+
+class _LockedLoss:
+    """A loss object holding a lock: it cannot be deep-copied."""
+
+    def __init__(self) -> None:
+        import threading
+        self.lock, self.loss = threading.Lock(), nn.CrossEntropyLoss()
+
+    def __call__(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return self.loss(pred, target)
+
+
+def step_argmax_loss(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x).argmax(dim=1).float(), y.float())
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _sequences() -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.randn(32, 6, 4, generator=_g(8))
+    return x, (x.sum(dim=(1, 2)) > 0).long()
+
+
 BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
     "no zero_grad": ("ZERO_GRAD_MISSING", lambda: _setup(
         _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, 0.05, momentum=0.9), _classes(),
@@ -258,6 +329,19 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
         _mlp(), nn.CrossEntropyLoss(), _adam,
         (_classes()[0] * torch.logspace(-2, 2, 20), _classes()[1]))),
     "model left in eval mode": ("EVAL_MODE_LEFT_ON", _broken_eval_mode),
+    "layers in a Python list": ("PARAMS_NOT_REGISTERED", lambda: _setup(
+        _ListOfLayers(), nn.CrossEntropyLoss(), _adam, _classes())),
+    "in-place change of a sigmoid output": ("INPLACE_MODIFIED", lambda: _setup(
+        _InPlaceSigmoid(), nn.CrossEntropyLoss(), _adam, _classes())),
+    "GRU state kept without detach": ("GRAPH_REUSED", lambda: _setup(
+        _CarriesState(), nn.CrossEntropyLoss(), _adam, _sequences())),
+    "class labels shaped (N, 1)": ("TARGET_SHAPE", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], _classes()[1][:, None]))),
+    "argmax inside the loss": ("NON_DIFFERENTIABLE", lambda: _setup(
+        _mlp(), nn.MSELoss(), _adam, _classes(), step_argmax_loss)),
+    "dead ReLUs: constant output": ("STUCK_AT_CHANCE", lambda: _setup(
+        _dead_relu_mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.Adam(p, lr=0.05), _classes())),
+    "loss that cannot be copied": ("NOT_CHECKED", lambda: _setup(_mlp(), _LockedLoss(), _adam, _classes())),
 }
 
 

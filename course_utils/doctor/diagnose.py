@@ -184,6 +184,7 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
         with preserved_state():
             found = _run(model, loss_fn, optimizer, batch, train_step, max(1, int(max_steps)), notes, measurements)
     except CopyFailed as exc:
+        notes.clear()
         found.append(finding("NOT_CHECKED", "warning",
                              f"the probes run on deep copies of the 4 objects (model, optimizer, batch and loss_fn), "
                              f"but copying failed ({exc}), so no training step was checked.",
