@@ -236,6 +236,16 @@ class _CarriesState(nn.Module):
         return self.head(out[:, -1])
 
 
+class _TimeFirstLSTM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm, self.head = nn.LSTM(4, 8), nn.Linear(8, 2)  # batch_first=False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(x)  # x is (batch, time, features)
+        return self.head(out[:, -1])
+
+
 def _dead_relu_mlp() -> nn.Sequential:
     model = _mlp()
     with torch.no_grad():  # every ReLU is off: the output is the last bias, whatever the input
@@ -341,6 +351,8 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
         _mlp(), nn.MSELoss(), _adam, _classes(), step_argmax_loss)),
     "dead ReLUs: constant output": ("STUCK_AT_CHANCE", lambda: _setup(
         _dead_relu_mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.Adam(p, lr=0.05), _classes())),
+    "(batch, time) input to a time-first LSTM": ("RNN_BATCH_FIRST", lambda: _setup(
+        _TimeFirstLSTM(), nn.CrossEntropyLoss(), _adam, _sequences())),
     "loss that cannot be copied": ("NOT_CHECKED", lambda: _setup(_mlp(), _LockedLoss(), _adam, _classes())),
 }
 

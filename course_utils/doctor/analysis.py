@@ -56,6 +56,7 @@ def step_findings(record: StepRecord, loss_fn: Any, target: Any, standard: bool)
                                 "compute the loss with the loss_fn argument and end the step with "
                                 "`return loss.item()`.")]
     found += _nonfinite(record)
+    found += _rnn_layout(record)
     found += _foreign_leaves(record)
     found += _gradient_flow(record)
     found += _zero_grad(record)
@@ -94,6 +95,25 @@ def _explain_error(record: StepRecord) -> Finding:
                    "compute the loss on the model's continuous scores: CrossEntropyLoss on the logits "
                    "(not on argmax), BCEWithLogitsLoss on raw scores (not on rounded ones); use argmax / "
                    "round only for accuracy and predictions, outside the loss.")
+
+
+def _rnn_layout(record: StepRecord) -> list[Finding]:
+    """RNN_BATCH_FIRST: a time-first RNN (batch_first=False) fed (batch, time, features) inputs."""
+    n = record.samples
+    for label, batch_first, shape in record.rnn_inputs:
+        if batch_first or len(shape) != 3 or n < 2 or shape[0] != n or shape[1] == n:
+            continue
+        return [finding("RNN_BATCH_FIRST", "error",
+                        f"RNN layer {label} was built with batch_first=False, so it reads its input as (time, "
+                        f"batch, features), but it received shape {shape} whose first dimension is the batch "
+                        f"size {n}: it treats the {n} samples as {n} time steps of a batch of {shape[1]}.",
+                        "the recurrence then runs across samples instead of along each sequence: every "
+                        "sample's output depends on the samples before it in the batch, and the model learns "
+                        "little or nothing.",
+                        "build the layer with batch_first=True (nn.LSTM(..., batch_first=True)) for "
+                        "(batch, time, features) inputs, or pass x.transpose(0, 1); take the last step as "
+                        "out[:, -1] with batch_first=True (out[-1] without).")]
+    return []
 
 
 def _foreign_leaves(record: StepRecord) -> list[Finding]:

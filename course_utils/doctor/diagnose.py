@@ -54,6 +54,8 @@ __all__ = ["MAX_STEPS", "OVERFIT_SAMPLES", "diagnose", "first_samples", "split_b
 
 #: The one-batch overfitting probe trains on this many samples (fast, and easy to memorise).
 OVERFIT_SAMPLES = 16
+#: Models with fewer parameters are probed with one torch thread (restored afterwards).
+SMALL_MODEL = 2_000_000
 #: The most steps the one-batch probe runs (small models; larger ones get fewer, see step_budget).
 MAX_STEPS = 60
 _PAIRS = [("x", "y"), ("input", "target"), ("inputs", "targets"), ("image", "label"),
@@ -180,9 +182,12 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
               "of your model, optimizer and batch.")]
     measurements: dict[str, Any] = {}
     found: list[Finding] = []
+    threads = torch.get_num_threads()
     try:
+        if sum(p.numel() for p in model.parameters()) < SMALL_MODEL:
+            torch.set_num_threads(1)  # small models: fastest on one thread, and the same numbers on any machine
         with preserved_state():
-            found = _run(model, loss_fn, optimizer, batch, train_step, max(1, int(max_steps)), notes, measurements)
+            _run(model, loss_fn, optimizer, batch, train_step, max(1, int(max_steps)), found, notes, measurements)
     except CopyFailed as exc:
         notes.clear()
         found.append(finding("NOT_CHECKED", "warning",
@@ -198,6 +203,8 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
                              "an unusual model, batch or step layout that the probes do not handle.",
                              "run your step once by hand and read the traceback; report the setup if it "
                              "trains correctly by hand."))
+    finally:
+        torch.set_num_threads(threads)
     measurements["seconds"] = time.perf_counter() - started
     unique: dict[str, Finding] = {}
     for item in found:
@@ -206,13 +213,12 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
 
 
 def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch: Any, train_step: Any,
-         max_steps: int, notes: list[str], measurements: dict[str, Any]) -> list[Finding]:
-    """The stages: static checks, the instrumented step, the one-batch probe."""
+         max_steps: int, found: list[Finding], notes: list[str], measurements: dict[str, Any]) -> None:
+    """The stages: static checks, the instrumented step, the one-batch probe (appending to ``found``)."""
     step = train_step if train_step is not None else standard_step
     x, y = split_batch(batch) or (None, None)
     if x is None and isinstance(batch, torch.Tensor):
         x = batch
-    found: list[Finding] = []
     found += optimizer_findings(model, optimizer) + registration_findings(model, optimizer)
     found += device_findings(model, batch, loss_fn)
     if "DEVICE_MISMATCH" not in {f.code for f in found}:
@@ -222,7 +228,7 @@ def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch
     if "DEVICE_MISMATCH" in codes or on_meta:
         if on_meta and "DEVICE_MISMATCH" not in codes:
             notes.append("the batch is on the meta device (shapes only): no step could run.")
-        return found
+        return
     copy_notes: list[str] = []
     record = probe_step(model, optimizer, batch, loss_fn, step, context=_context(x, y, model), notes=copy_notes)
     notes += [n + "." for n in copy_notes]
@@ -244,7 +250,6 @@ def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch
         found += _overfit(model, optimizer, batch, loss_fn, step, budget, found, notes, measurements)
     elif record.error is not None or record.returned is not None:
         notes.append("could not check whether the model can fit one batch, because the step did not run to the end.")
-    return found
 
 
 def _overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any, step: Any,

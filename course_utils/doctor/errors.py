@@ -41,7 +41,10 @@ def learner_line(exc: BaseException) -> str:
 def classify_exception(exc: BaseException, context: str = "") -> Finding:
     """Turn an error raised by the training step into a finding (STEP_FAILED when unknown)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    raised = f"the training step raised {type(exc).__name__}: {text[:300]}{learner_line(exc)}. {context}"
+    if len(text) > 300:  # long messages: up to the last full sentence that fits
+        cut = text[:300].rfind(". ")
+        text = text[:cut + 1] if cut > 80 else text[:300] + " ..."
+    raised = f"the training step raised {type(exc).__name__}: {text.rstrip('.')}{learner_line(exc)}. {context}"
     code = next((c for c, keys in _PATTERNS if any(k in str(exc) for k in keys)), "STEP_FAILED")
     why_fix = {
         "DEVICE_MISMATCH": ("every tensor in one operation must be on the same device.",

@@ -256,6 +256,8 @@ class StepRecord:
     #: Number of values in all layer outputs of the first call (the cost of a step, with the parameters).
     activations: int = 0
     samples: int = 0
+    #: RNN layers seen in the first call: (name, batch_first, shape of the input).
+    rnn_inputs: list[tuple[str, bool, tuple[int, ...]]] = field(default_factory=list)
     #: ids of the copied optimizer's tensors.
     optimizer_ids: set[int] = field(default_factory=set)
     error: Finding | None = None
@@ -277,6 +279,8 @@ class _Instruments:
             self.handles.append(module.register_forward_hook(self._finite_hook(label)))
             if isinstance(module, MODE_DEPENDENT):
                 self.handles.append(module.register_forward_pre_hook(self._mode_hook(label)))
+            if isinstance(module, nn.RNNBase):
+                self.handles.append(module.register_forward_pre_hook(self._rnn_hook(label)))
         self.handles.append(model.register_forward_pre_hook(self._root_hook))
         self.handles.append(model.register_forward_hook(lambda m, i, out: record.model_outputs.append(out)))
         for param in record.trainable:
@@ -301,6 +305,12 @@ class _Instruments:
                 old = param.grad
                 left[pid] = None if old is None or not bool(old.any()) else old.detach().clone()
             inc[pid] = grad.detach().clone() if pid not in inc else inc[pid] + grad.detach()
+        return hook
+
+    def _rnn_hook(self, label: str) -> Callable:
+        def hook(module: nn.Module, inputs: Any) -> None:
+            if self.call == 0 and inputs and isinstance(inputs[0], torch.Tensor):
+                self.record.rnn_inputs.append((label, bool(module.batch_first), tuple(inputs[0].shape)))
         return hook
 
     def _root_hook(self, module: nn.Module, inputs: Any) -> None:

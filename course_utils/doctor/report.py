@@ -50,6 +50,7 @@ CODES: dict[str, str] = {
     "TARGET_SHAPE": "the target's shape does not fit the loss (e.g. class indices shaped (N, 1))",
     "NON_DIFFERENTIABLE": "a non-differentiable step (argmax, round, comparison) between the model and the loss",
     "STUCK_AT_CHANCE": "the loss settles at chance level and the model gives every sample the same output",
+    "RNN_BATCH_FIRST": "an RNN built with batch_first=False is fed (batch, time, features) inputs",
     "NOT_CHECKED": "the doctor could not run its checks; the message says what and why",
     "STEP_FAILED": "the training step raised an error that none of the other codes explains",
 }

@@ -711,6 +711,30 @@ def _siamese(fixed: bool) -> Setup:
     return model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), (x, labels), None
 
 
+# --- 31. question encoder: (batch, time, features) into an LSTM without batch_first ---------------------------------
+# https://github.com/Cadene/vqa.pytorch/issues/40 : the LSTM is documented as (seq_len, batch, input_size) but
+# was fed (batch, seq_len, input_size); the reporter: batch_first should be set to True.
+
+class _QuestionEncoder(nn.Module):
+    def __init__(self, batch_first: bool, vocab: int = 40, dim: int = 12, hidden: int = 16) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, batch_first=batch_first)
+        self.classifier = nn.Linear(hidden, 3)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(self.embedding(tokens))  # tokens: (batch, time)
+        return self.classifier(out[:, -1])
+
+
+def _vqa(fixed: bool) -> Setup:
+    torch.manual_seed(31)
+    model = _QuestionEncoder(batch_first=fixed)
+    tokens = torch.randint(0, 40, (24, 7), generator=_g(20))
+    answers = tokens[:, 0] % 3
+    return model, nn.CrossEntropyLoss(), _adam(model, 1e-2), (tokens, answers), None
+
+
 CASES: list[Case] = [
     Case("softmax layer before CrossEntropyLoss", "https://github.com/bowang-lab/Transformer-GCN-QA/pull/32",
          "SOFTMAX_BEFORE_CE", lambda: _scorer(True), lambda: _scorer(False)),
@@ -774,4 +798,6 @@ CASES: list[Case] = [
          "PARAM_NOT_IN_OPTIMIZER", lambda: _pruned(False), lambda: _pruned(True)),
     Case("MNIST pixels never divided by 255", "https://github.com/delijati/pytorch-siamese/issues/3",
          "INPUT_NOT_NORMALIZED", lambda: _siamese(False), lambda: _siamese(True)),
+    Case("(batch, time) inputs to an LSTM without batch_first", "https://github.com/Cadene/vqa.pytorch/issues/40",
+         "RNN_BATCH_FIRST", lambda: _vqa(False), lambda: _vqa(True)),
 ]
