@@ -513,12 +513,16 @@ print(f"total gradient norm before clipping: {total.item():.4g}, after: {after.i
 #    scale;
 # 2. it runs your `train_step(model, batch, optimizer, loss_fn)` twice on the same batch, with
 #    `optimizer.step()` replaced by a recorder, hooks on every layer and a wrapper around the loss:
-#    what reaches the loss, which layer produces NaN, which parameters get a gradient, whether the
-#    second step's gradient equals the first (it must, unless `zero_grad` is missing), which
-#    Dropout/BatchNorm layers run in eval mode;
-# 3. it trains a copy on the batch's first 16 samples for up to 50 steps: a healthy setup can
-#    memorise a handful of samples; if the loss diverges or does not move, it tries the learning rate
-#    ×0.1 or ×10 as a second opinion.
+#    what reaches the loss and which operation produced it (a softmax? a sigmoid?), which layer
+#    produces NaN, which parameters get a gradient, whether `.grad` still holds the first step's
+#    gradient when the second step's `backward()` starts (it must not, unless `zero_grad` is
+#    missing), which Dropout/BatchNorm layers run in eval mode; an error raised by the step is
+#    explained (an in-place change, a graph used twice, a target of the wrong shape);
+# 3. it trains a copy on the batch's first 16 samples for a fixed number of steps that depends on
+#    the model's size (a step count, never a time limit, so a slow or busy machine gets the same
+#    verdict): a healthy setup can memorise a handful of samples; if the loss diverges, does not
+#    move, or settles at chance level, it says so, with the learning rate ×0.1 or ×10 as a second
+#    opinion.
 #
 # Your model, optimizer, batch and random generators are exactly as before. Each finding has a
 # stable code; here is what each code means:
@@ -533,8 +537,10 @@ for code, meaning in CODES.items():
 # | symptom | likely causes | doctor codes |
 # |---|---|---|
 # | loss is NaN or Inf | learning rate too high, exploding gradients, bad values in the data, undefined operations | `LR_TOO_HIGH`, `NAN_OR_INF`, `INPUT_NOT_NORMALIZED` |
-# | loss will not go down | learning rate, broken graph (`None` gradients), forgotten `zero_grad`, wrong loss inputs | `CANNOT_OVERFIT_BATCH`, `NO_GRAD_FLOW`, `ZERO_GRAD_MISSING`, `SOFTMAX_BEFORE_CE`, `BROADCAST_IN_LOSS`, `PARAM_NOT_IN_OPTIMIZER` |
-# | errors about devices, dtypes, targets | data not moved, float64 from NumPy, labels from 1 | `DEVICE_MISMATCH`, `DTYPE_MISMATCH`, `LABEL_OUT_OF_RANGE` |
+# | loss will not go down | learning rate, broken graph (`None` gradients), forgotten `zero_grad`, wrong loss inputs, layers the optimizer never sees, argmax or round inside the loss, an RNN reading the batch as time | `CANNOT_OVERFIT_BATCH`, `NO_GRAD_FLOW`, `ZERO_GRAD_MISSING`, `SOFTMAX_BEFORE_CE`, `BROADCAST_IN_LOSS`, `PARAM_NOT_IN_OPTIMIZER`, `PARAMS_NOT_REGISTERED`, `NON_DIFFERENTIABLE`, `RNN_BATCH_FIRST` |
+# | loss stuck at ln(number of classes) | the model gives every sample the same answer: dead units, unscaled inputs | `STUCK_AT_CHANCE` |
+# | errors about devices, dtypes, targets | data not moved, float64 from NumPy, labels from 1, labels shaped (N, 1) | `DEVICE_MISMATCH`, `DTYPE_MISMATCH`, `LABEL_OUT_OF_RANGE`, `TARGET_SHAPE` |
+# | errors from `backward()` | an in-place change of a tensor autograd needs, an RNN state carried from the previous batch | `INPLACE_MODIFIED`, `GRAPH_REUSED` |
 # | training behaves unlike evaluation | `model.train()` forgotten after validation | `EVAL_MODE_LEFT_ON` |
 # | good training loss, bad validation | overfitting, validation preprocessed differently | not visible in one training batch: compare the pipelines (notebook 05) |
 # | labels shuffled relative to inputs | a bug in the dataset | one batch can still be memorised: look at samples with their labels (notebook 05) |
@@ -613,8 +619,9 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step_no_zero)
 
 # %% [markdown]
-# The doctor ran the step twice with identical parameters and batch: the second gradient was twice
-# the first. The fixed step is `train_step` from above:
+# The doctor ran the step twice with identical parameters and batch: when the second `backward()`
+# started, `.grad` still held the first step's gradient, so the update used their sum. The fixed
+# step is `train_step` from above:
 
 # %%
 report = diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step)
@@ -690,6 +697,100 @@ diagnose(model, nn.CrossEntropyLoss(), optimizer, (raw, labels), train_step)
 # %%
 mean, std = raw.mean(dim=0), raw.std(dim=0)
 report = diagnose(model, nn.CrossEntropyLoss(), optimizer, ((raw - mean) / std, labels), train_step)
+print(report.codes or "no findings", "| ok:", report.ok)
+
+# %% [markdown]
+# ### Broken program 7: layers kept in a Python list
+#
+# Real projects build a variable number of layers in a loop. Stored in a plain Python list, they
+# are invisible to `nn.Module`: `model.parameters()` does not list them, so the optimizer never
+# updates them (and `model.to(device)` and `state_dict()` skip them). The program runs without an
+# error; only the loss curve is disappointing:
+
+# %%
+class DeepMLP(nn.Module):
+    def __init__(self, depth: int = 3) -> None:
+        super().__init__()
+        self.hidden = [nn.Linear(10 if i == 0 else 32, 32) for i in range(depth)]   # a plain list
+        self.out = nn.Linear(32, 4)
+
+    def forward(self, x):
+        for layer in self.hidden:
+            x = torch.relu(layer(x))
+        return self.out(x)
+
+
+torch.manual_seed(0)
+model = DeepMLP().to(device)
+for layer in model.hidden:   # a plain list is not moved by model.to(device) either
+    layer.to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step)
+
+# %% [markdown]
+# The fix is `nn.ModuleList` (for a dict, `nn.ModuleDict`), which registers every layer:
+
+# %%
+class DeepMLPFixed(DeepMLP):
+    def __init__(self, depth: int = 3) -> None:
+        super().__init__(depth)
+        self.hidden = nn.ModuleList(self.hidden)
+
+
+torch.manual_seed(0)
+model = DeepMLPFixed().to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+report = diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step)
+print(report.codes or "no findings", "| ok:", report.ok)
+
+# %% [markdown]
+# ### Broken program 8: an RNN state carried from one batch to the next
+#
+# A language model or a time-series model often carries its hidden state across consecutive
+# batches. If the state is not detached, the second batch's `backward()` tries to go back through
+# the first batch's graph, which the first `backward()` has already freed:
+
+# %%
+class Forecaster(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(1, 16, batch_first=True)
+        self.out = nn.Linear(16, 1)
+
+    def forward(self, x, h):
+        seq, h = self.rnn(x, h)
+        return self.out(seq), h
+
+
+def make_stateful_step(detach: bool):
+    state = {"h": None}
+
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        prediction, h = model(x, state["h"])
+        state["h"] = h.detach() if detach else h   # carried to the next batch
+        loss = loss_fn(prediction, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return step
+
+
+t = torch.linspace(0, 6.28, 20, device=device).repeat(8, 1)
+wave = (t.sin()[..., None], t.cos()[..., None])
+torch.manual_seed(0)
+forecaster = Forecaster().to(device)
+optimizer = torch.optim.Adam(forecaster.parameters(), lr=1e-2)
+diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=False))
+
+# %% [markdown]
+# With `h.detach()` the state still flows forward (the next batch starts where this one ended), but
+# gradients stop at the batch boundary. The doctor knows that a step carrying state is not a step
+# missing `zero_grad`:
+
+# %%
+report = diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=True))
 print(report.codes or "no findings", "| ok:", report.ok)
 
 # %% [markdown]
