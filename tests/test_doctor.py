@@ -250,7 +250,7 @@ def _dead_relu_mlp() -> nn.Sequential:
     model = _mlp()
     with torch.no_grad():  # every ReLU is off: the output is the last bias, whatever the input
         model[0].bias.fill_(-50.0)
-        model[2].bias.copy_(torch.randn(10, generator=_g(9)) * 3)
+        model[2].bias.copy_(torch.randn(10, generator=_g(9)) * 2)
     return model
 
 
@@ -350,7 +350,7 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
     "argmax inside the loss": ("NON_DIFFERENTIABLE", lambda: _setup(
         _mlp(), nn.MSELoss(), _adam, _classes(), step_argmax_loss)),
     "dead ReLUs: constant output": ("STUCK_AT_CHANCE", lambda: _setup(
-        _dead_relu_mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.Adam(p, lr=0.05), _classes())),
+        _dead_relu_mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.Adam(p, lr=0.1), _classes())),
     "(batch, time) input to a time-first LSTM": ("RNN_BATCH_FIRST", lambda: _setup(
         _TimeFirstLSTM(), nn.CrossEntropyLoss(), _adam, _sequences())),
     "loss that cannot be copied": ("NOT_CHECKED", lambda: _setup(_mlp(), _LockedLoss(), _adam, _classes())),

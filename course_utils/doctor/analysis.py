@@ -45,6 +45,7 @@ def step_findings(record: StepRecord, loss_fn: Any, target: Any, standard: bool)
         out = record.model_outputs[0]
         if isinstance(out, torch.Tensor):
             found += loss_input_findings(out.detach(), target, loss_fn, autocast=True, made_by=producer(out))
+    found += record.registration
     if record.error is not None:
         return found + [_explain_error(record)]
     if record.returned is not None:
@@ -326,7 +327,10 @@ def _stuck(main: OverfitRecord, loss_fn: Any) -> Finding | None:
     chance, spread, what = level
     end, best = main.losses[-1], min(main.losses)
     moved = main.losses[0] >= 1.05 * end
-    if chance <= 0 or not moved or best < 0.9 * chance or abs(end - chance) > 0.1 * chance or spread > 0.05:
+    tail = main.losses[-10:]
+    flat = max(tail) - min(tail) <= 0.02 * chance
+    if chance <= 0 or not (moved and flat) or best < 0.9 * chance or abs(end - chance) > 0.1 * chance \
+            or spread > 0.1:
         return None
     return finding("STUCK_AT_CHANCE", "error",
                    f"after {len(main.losses)} steps on {main.samples} samples the loss is {end:.4g}, the chance "

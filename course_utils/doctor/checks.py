@@ -97,9 +97,13 @@ def _containers(value: Any, depth: int = 0) -> Iterator[Any]:
         yield value
 
 
-def registration_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[Finding]:
+def registration_findings(model: nn.Module, optimizer: torch.optim.Optimizer,
+                          reached: set[int] | None = None) -> list[Finding]:
     """PARAMS_NOT_REGISTERED: layers kept in a plain Python list/dict, or tensors with
-    requires_grad=True stored on the model, that model.parameters() does not see."""
+    requires_grad=True stored on the model, that model.parameters() does not see.
+
+    ``reached``: ids of the leaf tensors the loss depends on, when a step ran; then only hidden
+    tensors that the loss reaches count (a frozen teacher hidden in a list on purpose does not)."""
     registered = {id(m) for m in model.modules()}
     params = {id(p) for p in model.parameters()}
     in_opt = {id(p) for group in optimizer.param_groups for p in group["params"]}
@@ -117,6 +121,8 @@ def registration_findings(model: nn.Module, optimizer: torch.optim.Optimizer) ->
                       and id(item) not in params and id(item) not in seen):
                     found.append(item)
             seen.update(id(t) for t in found)
+            if reached is not None:
+                found = [t for t in found if id(t) in reached]
             if found:
                 hidden.append((f"model.{name + '.' if name else ''}{attr}", found))
     if not hidden:

@@ -219,8 +219,7 @@ def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch
     x, y = split_batch(batch) or (None, None)
     if x is None and isinstance(batch, torch.Tensor):
         x = batch
-    found += optimizer_findings(model, optimizer) + registration_findings(model, optimizer)
-    found += device_findings(model, batch, loss_fn)
+    found += optimizer_findings(model, optimizer) + device_findings(model, batch, loss_fn)
     if "DEVICE_MISMATCH" not in {f.code for f in found}:
         found += input_findings(x, model)
     codes = {f.code for f in found}
@@ -228,6 +227,7 @@ def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch
     if "DEVICE_MISMATCH" in codes or on_meta:
         if on_meta and "DEVICE_MISMATCH" not in codes:
             notes.append("the batch is on the meta device (shapes only): no step could run.")
+        found += registration_findings(model, optimizer)
         return
     copy_notes: list[str] = []
     record = probe_step(model, optimizer, batch, loss_fn, step, context=_context(x, y, model), notes=copy_notes)
@@ -257,6 +257,11 @@ def _overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, los
     blocked = any(f.severity == "error" for f in found)
     small = first_samples(batch, OVERFIT_SAMPLES)
     main = probe_overfit(model, optimizer, small, loss_fn, step, max_steps)
+    if main.error is not None and small is not batch:  # e.g. a state or a view(batch_size, -1) tied to the batch size
+        notes.append(f"the step failed on the batch's first {OVERFIT_SAMPLES} samples, so the one-batch probe "
+                     "used the whole batch.")
+        small = batch
+        main = probe_overfit(model, optimizer, small, loss_fn, step, max_steps)
     measurements["overfit_losses"] = main.losses
     other = None
     if not blocked and main.error is None and main.losses and main.step_calls and main.changed:

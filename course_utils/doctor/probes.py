@@ -39,7 +39,7 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
-from .checks import label_finding, leaves, target_shape_finding
+from .checks import label_finding, leaves, registration_findings, target_shape_finding
 from .errors import classify_exception
 from .graph import GraphInfo, producer, walk
 from .report import Finding
@@ -256,6 +256,8 @@ class StepRecord:
     #: Number of values in all layer outputs of the first call (the cost of a step, with the parameters).
     activations: int = 0
     samples: int = 0
+    #: PARAMS_NOT_REGISTERED, decided on the copies once the loss graph is known.
+    registration: list[Finding] = field(default_factory=list)
     #: RNN layers seen in the first call: (name, batch_first, shape of the input).
     rnn_inputs: list[tuple[str, bool, tuple[int, ...]]] = field(default_factory=list)
     #: ids of the copied optimizer's tensors.
@@ -395,6 +397,8 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
         instruments.remove()
         record.loss_calls = recorder.calls
         record.graph = recorder.graph
+    reached = {id(t) for t in record.graph.leaves} if record.graph is not None and record.graph.complete else None
+    record.registration = registration_findings(model_c, opt_c, reached)
     return record
 
 
