@@ -177,3 +177,21 @@ def test_a_failed_step_says_what_could_not_be_checked() -> None:
     report = diagnose(*BY_NAME["in-place update of a tensor needed by backward"].buggy())
     assert report.codes == {"INPLACE_MODIFIED"}
     assert any(note.startswith("could not check") for note in report.notes), report.notes
+
+
+def test_gradient_accumulation_across_steps_is_not_zero_grad_missing() -> None:
+    calls = {"n": 0}
+
+    def accumulate_two(model, batch, optimizer, loss_fn):
+        x, y = batch
+        (loss_fn(model(x), y) / 2).backward()
+        calls["n"] += 1
+        if calls["n"] % 2 == 0:  # update every second batch, then clear
+            optimizer.step()
+            optimizer.zero_grad()
+        return 0.0 + float(loss_fn(model(x), y))
+
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1), _classes(),
+                      accumulate_two)
+    assert "ZERO_GRAD_MISSING" not in report.codes, str(report)

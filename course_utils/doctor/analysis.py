@@ -213,6 +213,8 @@ def _zero_grad(record: StepRecord) -> list[Finding]:
     """Gradients left over from the first call when the second call's backward() starts."""
     if len(record.leftover) < 2 or len(record.increments) < 2:
         return []
+    if record.updated and not record.updated[0]:
+        return []  # the first call only accumulated (no update yet): gradient accumulation on purpose
     left, new = record.leftover[1], record.increments[1]
     left_norm, new_norm = _norm(left.values()), _norm(new.values())
     if not math.isfinite(left_norm) or new_norm == 0 or left_norm <= 1e-3 * new_norm:

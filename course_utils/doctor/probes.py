@@ -246,6 +246,8 @@ class StepRecord:
     increments: list[dict[int, torch.Tensor]] = field(default_factory=list)
     #: Per call: what .grad held when the call's first gradient arrived (None: empty / zero).
     leftover: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
+    #: Per call: whether it updated the parameters (optimizer.step() or a hand-written update).
+    updated: list[bool] = field(default_factory=list)
     accumulated: dict[int, int] = field(default_factory=dict)
     eval_layers: list[str] = field(default_factory=list)
     root_training: bool | None = None
@@ -295,6 +297,13 @@ class _Instruments:
         self.watch_finite = call == 0
         self.record.increments.append({})
         self.record.leftover.append({})
+        self.steps_before = len(self.record.step_grads)
+        self.values = [p.detach().clone() for p in self.record.trainable]
+
+    def end_call(self) -> None:
+        stepped = len(self.record.step_grads) > self.steps_before
+        changed = any(not torch.equal(p.detach(), v) for p, v in zip(self.record.trainable, self.values))
+        self.record.updated.append(stepped or changed)
 
     def _incoming(self, param: torch.Tensor) -> Callable:
         pid = id(param)
@@ -386,6 +395,7 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
             instruments.start_call(call)
             seed_all()
             out = step(model_c, copy.deepcopy(batch_c), opt_c, recorder)
+            instruments.end_call()
             record.losses.append(as_float(out, recorder.outputs))
             if call == 0 and not isinstance(out, (torch.Tensor, int, float)) and not recorder.outputs:
                 record.returned = type(out).__name__
