@@ -8,8 +8,11 @@ The stages, one module each (all of them work on copies; the caller's objects ar
 - :mod:`.checks`: static checks of the objects and tensors (optimizer coverage, devices, inputs,
   and what reaches the loss); no training runs.
 - :mod:`.probes`: runs the learner's step on deep copies with instruments: one step run twice
-  with ``optimizer.step()`` recorded, then the one-batch overfitting run.
+  with ``optimizer.step()`` recorded, then the one-batch overfitting run, bounded by a number of
+  steps from the model's size (never by time: the verdict does not depend on machine speed).
 - :mod:`.analysis`: turns what the probes recorded into findings.
+- :mod:`.graph`: what the autograd graph says (which operation made the loss input, which leaf
+  tensors the loss reaches, zero-gradient operations on the way).
 - :mod:`.errors`: turns an exception raised by the step into a finding.
 - :mod:`.report`: :class:`Finding`, :class:`Report` and the stable codes, :data:`CODES`.
 
