@@ -16,6 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader
 
 from course_utils.exercises import CheckResult, check
 
@@ -27,7 +29,8 @@ def define(source: str, name: str | None = None) -> Callable[..., Any]:
     source = textwrap.dedent(source).strip() + "\n"
     filename = f"<learner-cell-{next(_COUNTER)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {"torch": torch, "nn": nn, "F": F, "np": np, "math": __import__("math")}
+    namespace: dict[str, Any] = {"torch": torch, "nn": nn, "F": F, "np": np, "math": __import__("math"),
+                            "DataLoader": DataLoader, "pad_sequence": pad_sequence}
     exec(compile(source, filename, "exec"), namespace)
     if name is None:
         name = [line.split("(")[0][4:] for line in source.splitlines() if line.startswith("def ")][-1]
