@@ -467,7 +467,8 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
         keys = list(value)[:_MAX_ITEMS]
         return ("dict", len(value), {k: _snapshot(value[k], depth + 1) for k in keys})
     if isinstance(value, (list, tuple)):
-        return (type(value).__name__, len(value), [_snapshot(v, depth + 1) for v in list(value)[:_MAX_ITEMS]])
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        return (kind, len(value), [_snapshot(v, depth + 1) for v in list(value)[:_MAX_ITEMS]])
     if isinstance(value, (set, bytearray)):
         return ("copy", copy.copy(value))
     try:

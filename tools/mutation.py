@@ -176,14 +176,78 @@ def _sites(func: ast.FunctionDef | ast.AsyncFunctionDef
         block = getattr(owner, name)
         owner_index = nodes.index(owner) if owner in nodes else -1
         for position, statement in enumerate(block):
-            if _is_docstring(statement):
+            if _is_docstring(statement) or isinstance(statement, (ast.Import, ast.ImportFrom)):
                 continue
             text = ast.unparse(statement).split("\n")[0][:50]
             yield ("delete", owner_index, f"`{text}`",
                    lambda n, name=name, position=position: _delete(n, name, position), statement.lineno)
-            if position + 1 < len(block) and not _is_docstring(block[position + 1]):
+            if position + 1 < len(block) and not _is_docstring(block[position + 1]) \
+                    and not _independent(statement, block[position + 1]):
                 yield ("swap", owner_index, f"`{text}` with the next statement",
                        lambda n, name=name, position=position: _swap(n, name, position), statement.lineno)
+
+
+#: calls that neither change their arguments nor depend on hidden state (for "pure bindings")
+_PURE_CALLS = {"len", "sum", "tuple", "list", "dict", "set", "frozenset", "range", "enumerate", "zip", "min", "max",
+               "int", "float", "str", "bool", "sorted", "isinstance", "Path", "abs", "round", "numel",
+               "element_size", "size", "dim", "parameters", "named_parameters", "buffers", "keys", "items",
+               "values", "tensor", "zeros", "ones", "empty", "full", "data_ptr", "untyped_storage", "nbytes"}
+
+
+def _names(node: ast.AST) -> set[str]:
+    """The names a node uses, without the loop variables of its comprehensions (local to them)."""
+    local = {n.id for c in ast.walk(node) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
+             if isinstance(n, ast.Name)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - local
+
+
+def _pure_binding(statement: ast.stmt) -> set[str] | None:
+    """The names a statement binds when all it does is bind them to a value computed without side
+    effects (no calls other than ``_PURE_CALLS``); None otherwise."""
+    if isinstance(statement, ast.Assign):
+        targets, value = statement.targets, statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets, value = [statement.target], statement.value
+    else:
+        return None
+    if not all(isinstance(n, (ast.Name, ast.Tuple)) for n in targets):
+        return None
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call) and _called_name(node) not in _PURE_CALLS:
+            return None
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)):
+            return None
+    return set().union(*(_names(t) for t in targets))
+
+
+def _independent(first: ast.stmt, second: ast.stmt) -> bool:
+    """Whether swapping two neighbours is the same program: one of them only binds local names to a pure
+    value, the other neither uses those names nor rebinds or changes (``x.attr =``, ``x.f()``) the names
+    the value reads. (Such a swap is never generated: it would only fill the equivalents list.)"""
+    for pure, other in ((first, second), (second, first)):
+        bound = _pure_binding(pure)
+        if bound is None:
+            continue
+        reads = _names(pure.value) - bound  # type: ignore[attr-defined]
+        if not (bound & _names(other)) and not (reads & _changed_names(other)):
+            return True
+    return False
+
+
+def _changed_names(statement: ast.stmt) -> set[str]:
+    """Names a statement may rebind or change: stored names, bases of stored attributes/items, and every
+    name inside a call that is not pure (``x.step()``, ``f(x)``)."""
+    changed: set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            changed.add(node.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            changed |= _names(node.value)
+        elif isinstance(node, ast.Call) and _called_name(node) not in _PURE_CALLS:
+            changed |= _names(node)
+    local = {n.id for c in ast.walk(statement) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
+             if isinstance(n, ast.Name)}
+    return changed - local
 
 
 def _call_sites(node: ast.Call, index: int) -> Iterator[tuple[str, int, str, Callable[[ast.AST], None]]]:
@@ -370,7 +434,10 @@ class _Worker:
 
     def poll_ready(self) -> bool:
         if not self.ready and self.conn.poll():
-            self.ready = self.conn.recv() == "ready"
+            try:
+                self.ready = self.conn.recv() == "ready"
+            except (EOFError, OSError) as exc:
+                raise RuntimeError("a mutation worker died while starting (import error?)") from exc
         return self.ready
 
     def stop(self) -> None:
