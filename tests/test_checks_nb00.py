@@ -142,6 +142,10 @@ WRONG = [
                 x = layer(x)
                 shapes.append(tuple(x.shape))
                 return shapes""", ["one per layer"]),
+    # --- a finished function that forgets `return`
+    ("00.double", "def double(x):\n    y = 2 * x", ["return"]),
+    ("00.shrink_until_small", "def shrink_until_small(x, layer, max_steps=10):\n    steps = 0\n    while x.norm() > 1 and steps < max_steps:\n        x = layer(x)\n        steps += 1", ["return"]),
+    ("00.layer_shapes", "def layer_shapes(model, x):\n    shapes = []\n    for layer in model:\n        x = layer(x)\n        shapes.append(tuple(x.shape))", ["return"]),
 ]
 
 RIGHT = [

@@ -111,6 +111,9 @@ WRONG = [
             if isinstance(batch, tuple) and hasattr(batch, "_fields"):
                 return type(batch)(*(to_device(v, device) for v in batch))
             return type(batch)(to_device(v, device) for v in batch)""", ["non-tensors"]),
+    # --- a finished function that forgets `return`
+    ("01.independent_copy", "def independent_copy(arr):\n    t = torch.tensor(arr)", ["return"]),
+    ("01.flatten_batch", "def flatten_batch(x):\n    x = torch.flatten(x, 1)", ["return"]),
 ]
 
 RIGHT = [

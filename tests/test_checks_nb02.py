@@ -99,6 +99,10 @@ WRONG = [
      ["square"]),
     ("02.pairwise_sq_dists", "def pairwise_sq_dists(a, b):\n    return ((a[:, None].float() - b[None].float()) ** 2).sum(-1)",
      ["dtype"]),
+    # --- a finished function that forgets `return`
+    ("02.per_sample_mse", "def per_sample_mse(pred, target):\n    n = len(pred)\n    loss = ((pred.reshape(n, -1) - target.reshape(n, -1)) ** 2).mean(dim=1)", ["return"]),
+    ("02.center_columns", "def center_columns(x):\n    centered = x - x.mean(dim=0, keepdim=True)", ["return"]),
+    ("02.pairwise_sq_dists", "def pairwise_sq_dists(a, b):\n    d = ((a[:, None] - b[None]) ** 2).sum(-1)", ["return"]),
 ]
 
 RIGHT = [

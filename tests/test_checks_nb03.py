@@ -181,6 +181,9 @@ WRONG = [
                 step[i] = eps
                 grad[i] = (f(x + step.view(x.shape)) - f(x - step.view(x.shape))) / (2 * eps)
             return grad""", ["shape"]),
+    # --- a finished function that forgets `return`
+    ("03.accumulated_grads", "def accumulated_grads(model, loss_fn, x, y, micro_batches):\n    model.zero_grad()\n    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):\n        (loss_fn(model(xb), yb) / micro_batches).backward()", ["return"]),
+    ("03.gradient_at", "def gradient_at(f, x):\n    leaf = x.detach().clone().requires_grad_(True)\n    (g,) = torch.autograd.grad(f(leaf), leaf)", ["return"]),
 ]
 
 RIGHT = [

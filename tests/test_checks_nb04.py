@@ -205,6 +205,8 @@ WRONG = [
             for h in handles:
                 h.remove()
             return stds""", ["named_modules"]),
+    # --- a finished function that forgets `return`
+    ("04.count_trainable", "def count_trainable(model):\n    n = sum(p.numel() for p in model.parameters() if p.requires_grad)", ["return"]),
 ]
 
 RIGHT = [

@@ -120,6 +120,8 @@ WRONG = [
             padded = pad_sequence([s.flip(0) for s in seqs], batch_first=True).flip(1)
             return padded, torch.tensor([len(s) for s in seqs]), torch.tensor([label for _, label in batch])"""),
      ["left"]),
+    # --- a finished function that forgets `return`
+    ("05.normalization_stats", "def normalization_stats(images):\n    mean, std = images.mean(dim=(0, 2, 3)), images.std(dim=(0, 2, 3))", ["return"]),
 ]
 
 RIGHT = [
