@@ -92,6 +92,14 @@ WRONG = [
                 x = layer(x)
                 steps += 1
             return x, steps""", ["int"]),
+    ("00.shrink_until_small", """
+        def shrink_until_small(x, layer, max_steps=10):
+            steps = 0
+            while steps < max_steps:  # counts only when the layer runs: never ends once x is small
+                if x.norm() > 1:
+                    x = layer(x)
+                    steps += 1
+            return x, steps""", ["never ends"]),
     # --- 00.layer_shapes
     ("00.layer_shapes", """
         def layer_shapes(model, x):
