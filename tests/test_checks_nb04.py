@@ -205,6 +205,46 @@ WRONG = [
             for h in handles:
                 h.remove()
             return stds""", ["named_modules"]),
+    ("04.layer_output_stds", """
+        def layer_output_stds(model, x):
+            stds, handles = {}, []
+            for name, m in model.named_modules():
+                if name and not list(m.children()):
+                    handles.append(m.register_forward_hook(lambda mod, i, o, name=name: stds.__setitem__(name, o.var().item())))
+            model(x)
+            for h in handles:
+                h.remove()
+            return stds""", ["expected std"]),
+    ("04.layer_output_stds", """
+        def layer_output_stds(model, x):
+            stds, handles = {}, []
+            for name, m in model.named_modules():
+                if name and not list(m.children()):
+                    handles.append(m.register_forward_hook(lambda mod, i, o, name=name: stds.__setitem__(name, o.std(dim=0))))
+            model(x)
+            for h in handles:
+                h.remove()
+            return stds""", [".item()"]),
+    ("04.layer_output_stds", """
+        def layer_output_stds(model, x):
+            stds, handles = {}, []
+            for name, m in model.named_modules():
+                if name and not list(m.children()):
+                    handles.append(m.register_forward_hook(lambda mod, i, o, name=name: stds.__setitem__(name, o.abs().mean().item())))
+            model(x)
+            for h in handles:
+                h.remove()
+            return stds""", ["expected std"]),
+    ("04.layer_output_stds", """
+        def layer_output_stds(model, x):
+            stds, handles = {}, []
+            for name, m in model.named_modules():
+                if name and not list(m.children()):
+                    handles.append(m.register_forward_pre_hook(lambda mod, i, name=name: stds.__setitem__(name, i[0].std().item())))
+            model(x)
+            for h in handles:
+                h.remove()
+            return stds""", ["output"]),
     # --- a finished function that forgets `return`
     ("04.count_trainable", "def count_trainable(model):\n    n = sum(p.numel() for p in model.parameters() if p.requires_grad)", ["return"]),
 ]
