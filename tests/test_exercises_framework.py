@@ -449,3 +449,38 @@ def test_html_block_colours_escapes_and_keeps_the_text_cue() -> None:
     assert "<b>expected</b>" in html_fail and "<b>found</b>" in html_fail
     assert "word-break: normal" in html_fail and "Hint (a name):" in html_fail
     assert repr(fail) == fail.message
+
+
+def _moved(batch: list) -> list:
+    return [t.to("meta") for t in batch]
+
+
+def test_an_input_replaced_by_a_tensor_on_another_device_is_named_not_a_traceback(toy) -> None:
+    # A learner's to_device that writes the moved tensors back into the caller's list.
+    exercise_id = toy(_moved, cases=[lambda: (([torch.ones(2), torch.zeros(3)],), {})],
+                      verify=lambda out, ref, args, kwargs: None)
+
+    def in_place(batch: list) -> list:
+        for i, t in enumerate(batch):
+            batch[i] = t.to("meta")
+        return batch
+
+    result = check(exercise_id, in_place)
+    assert result.status == "fail" and "in place" in result.message
+
+
+def test_the_time_limit_never_interrupts_an_import(toy, tmp_path, monkeypatch) -> None:
+    # A slow first import (torch.func, sympy...) cut half-way leaves a broken module behind.
+    (tmp_path / "slow_probe_module.py").write_text("import time\ntime.sleep(0.8)\nDONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "slow_probe_module", raising=False)
+
+    def imports_slowly(x: torch.Tensor) -> torch.Tensor:
+        import slow_probe_module
+
+        assert slow_probe_module.DONE
+        return 2 * x
+
+    exercise_id = toy(_double, time_limit=0.3)
+    result = check(exercise_id, imports_slowly)
+    assert result.status == "ok", result.message
