@@ -538,7 +538,7 @@ def _latest_verify(out, ref, args, kwargs):
     if Path(out).name != ref.name:
         return f"expected {ref.name} (the folder holds {names}), found {Path(out).name}"
     if not Path(out).is_absolute() and Path(out).resolve() != (folder / ref.name).resolve():
-        return (f"expected the full path .../{folder.name}/{ref.name}, found only {out}: return the Path from "
+        return (f"expected the full path (folder / {ref.name!r}), found only {str(out)!r}: return the Path from "
                 f"folder.iterdir() (or Path(folder) / name), not the bare file name")
     if Path(out).resolve() != (folder / ref.name).resolve():
         return f"expected a file in the folder you were given, found {out}"
@@ -583,7 +583,9 @@ register(Exercise(
                 _latest_none_on_max, error_match="empty"),
         Mistake("returns the bare file name, not the full path",
                 "return the Path itself (folder.iterdir() yields full paths), or Path(folder) / name.",
-                _latest_bare_name),
+                _latest_bare_name,
+                detect=lambda out, a, k: isinstance(out, (str, os.PathLike)) and not Path(out).is_absolute()
+                and (Path(a[0]) / out).exists()),
         Mistake("sorts the numbers as text (epoch-9 after epoch-10)",
                 "as text '9' > '10'; parse the number: int(re.fullmatch(r'epoch-(\\d+)\\.pt', name).group(1)).",
                 _latest_text_sort),
