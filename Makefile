@@ -11,7 +11,7 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab test lint unit notebooks bench clean
+.PHONY: lab test lint unit notebooks bench mutation clean
 LINTED := course_utils tools tests benchmarks lessons conftest.py
 
 $(STAMP): requirements.txt pyproject.toml
@@ -42,6 +42,12 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_notebooks.py
+
+# Mutation gate: every mutant of every reference solution rejected or listed as equivalent (tools/mutation.py).
+# `make mutation MUTATION_ARGS="--only 03 --jobs 2"`.
+MUTATION_ARGS ?= --jobs 2 --quiet
+mutation: $(STAMP)
+	$(BIN)/python -m tools.mutation $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache runs

@@ -217,3 +217,25 @@ def toy_sequences(n: int = 64, vocab_size: int = 20, min_len: int = 2, max_len: 
         tokens = torch.from_numpy(rng.integers(1, vocab_size, int(length)).astype(np.int64))
         out.append((tokens, int((tokens == 1).any())))
     return out
+
+
+def pad_collate(batch: list[tuple[Any, int]]) -> tuple[Any, Any, Any]:
+    """A ``collate_fn`` for ``(tokens: LongTensor[T_i], label: int)`` pairs of different lengths.
+
+    Returns ``(padded, lengths, labels)``: ``padded`` is ``[B, T_max]`` padded with 0 after each
+    sequence (``T_max`` = the longest sequence of this batch), ``lengths`` the lengths before padding
+    and ``labels`` the labels, both LongTensor ``[B]``.
+
+    >>> import torch
+    >>> padded, lengths, labels = pad_collate([(torch.tensor([3, 4, 5]), 1), (torch.tensor([7]), 0)])
+    >>> padded.tolist(), lengths.tolist(), labels.tolist()
+    ([[3, 4, 5], [7, 0, 0]], [3, 1], [1, 0])
+    """
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    sequences = [tokens for tokens, _ in batch]
+    padded = pad_sequence(sequences, batch_first=True, padding_value=0)
+    lengths = torch.tensor([len(tokens) for tokens in sequences])
+    labels = torch.tensor([label for _, label in batch])
+    return padded, lengths, labels

@@ -273,8 +273,9 @@ print("after moving the batch:", triad(model_elsewhere(batch_there)))
 # tuples/lists/dicts) with every tensor moved to `device` and everything else (strings, numbers)
 # returned exactly as it was. Tuples include **namedtuples**, which a DataLoader keeps as they are
 # when a dataset returns them: a namedtuple must come back as the same namedtuple type, and its
-# constructor takes one argument per field (`type(batch)(*items)`, not a generator). The checker
-# uses the `meta` device, so it works without a GPU.
+# constructor takes one argument per field (`type(batch)(*items)`, not a generator). Build new
+# containers and leave the batch you were given unchanged. The checker uses the `meta` device, so it
+# works without a GPU.
 
 # %%
 def to_device(batch, device):

@@ -386,7 +386,8 @@ print(f"loss with matching shapes: {mse_checked(model(x).squeeze(1), y).item():.
 # Write `per_sample_mse(pred, target)` returning one loss value per sample, shape `(N,)`. Either
 # `pred` and `target` both have shape `(N, D)`, or each of them has shape `(N,)` or `(N, 1)`; a 1-D
 # tensor is one value per sample, so `(N,)` and `(N, 1)` hold the same numbers. Average the squared
-# error over the features only.
+# error over the features only. `N` may be 1 (section 5's batch of one), the result keeps the inputs'
+# dtype (float64 in, float64 out), and the inputs stay unchanged.
 
 # %%
 def per_sample_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -410,7 +411,8 @@ check("02.per_sample_mse", per_sample_mse)
 # ### Exercise 2: centre the columns
 #
 # Write `center_columns(x)` for `x` of shape `(N, D)` (N samples, D features): subtract each
-# column's mean so every feature of the result has mean 0. Return a new tensor; leave `x` alone.
+# column's mean so every feature of the result has mean 0. Return a new tensor of `x`'s shape and
+# dtype; leave `x` alone.
 
 # %%
 def center_columns(x: torch.Tensor) -> torch.Tensor:
@@ -431,7 +433,8 @@ check("02.center_columns", center_columns)
 #
 # Write `pairwise_sq_dists(a, b)` for `a` of shape `(N, D)` and `b` of shape `(M, D)`: return the
 # `(N, M)` table whose entry `[i, j]` is the squared Euclidean distance between `a[i]` and `b[j]`.
-# Use broadcasting (section 5's "every pair" trick), no Python loop and no `torch.cdist`.
+# Use broadcasting (section 5's "every pair" trick), no Python loop (nor comprehension) and no
+# `torch.cdist`; keep the inputs' dtype.
 
 # %%
 def pairwise_sq_dists(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

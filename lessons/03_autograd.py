@@ -614,8 +614,8 @@ print("fixed backward passes gradcheck:",
 # Write `accumulated_grads(model, loss_fn, x, y, micro_batches)`: split `x` and `y` into
 # `micro_batches` equal chunks along dim 0, run forward and `backward()` on each, and return
 # `[p.grad for p in model.parameters()]`, equal to the full-batch gradient of `loss_fn(model(x), y)`
-# (`loss_fn` averages over its batch). Careful: the model's `.grad` may still hold gradients from an
-# earlier step when your function is called.
+# (`loss_fn` averages over its batch). Careful: when your function is called, the model's `.grad` may
+# still hold gradients from an earlier step, or be `None` (after `zero_grad()`, as section 4 showed).
 
 # %%
 def accumulated_grads(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor,
@@ -640,7 +640,7 @@ check("03.accumulated_grads", accumulated_grads)
 #
 # Write `gradient_at(f, x)`: return $df/dx$ at `x` (same shape as `x`) for a function `f` that
 # returns a scalar tensor. `x` may or may not require grad and may already have a `.grad`; leave it
-# exactly as it was. Hint: work on your own leaf and use `torch.autograd.grad`, which returns
+# exactly as it was. The gradient has `x`'s dtype. Hint: work on your own leaf and use `torch.autograd.grad`, which returns
 # gradients instead of adding them to `.grad`.
 
 # %%

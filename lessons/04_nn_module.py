@@ -578,18 +578,18 @@ print("apply visits:", visited)
 #
 # Write `kaiming_init(module)` for `model.apply`: if the module is an `nn.Linear`, draw its weight
 # from Kaiming normal for ReLU (`std = sqrt(2/fan_in)`) and set its bias, if it has one, to zero;
-# leave every other module (Conv, LayerNorm, Embedding, ...) untouched. It returns the module
-# (`model.apply` ignores that; the checker uses it).
+# leave every other module (Conv, LayerNorm, Embedding, ...) untouched. Change the module in place;
+# like the `nn.init` functions, it need not return anything (`model.apply` ignores return values).
+# *Normal* matters: `kaiming_uniform_` has the same std but a different distribution.
 
 # %%
-def kaiming_init(module: nn.Module) -> nn.Module:
+def kaiming_init(module: nn.Module) -> None:
     ### BEGIN SOLUTION
     if isinstance(module, nn.Linear):
         nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
         if module.bias is not None:
             nn.init.zeros_(module.bias)
     ### END SOLUTION
-    return module  # model.apply ignores this; the checker uses it
 
 
 check("04.kaiming_init", kaiming_init)

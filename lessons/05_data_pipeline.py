@@ -236,7 +236,7 @@ assert results["same pipeline as training"] > results["val: ToDtype without scal
 # ### Exercise 1 — `normalization_stats`
 #
 # Write `normalization_stats(images)` for a float tensor `[N, C, H, W]`: return `(mean, std)`,
-# each of shape `[C]`, computed per channel over all images and all pixels.
+# each of shape `[C]` and in the images' dtype, computed per channel over all images and all pixels.
 
 # %%
 def normalization_stats(images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -473,16 +473,16 @@ check("05.pad_collate", pad_collate)
 # %% [markdown]
 # A `DataLoader` with `collate_fn=pad_collate` yields `(padded, lengths, labels)` batches whose
 # width is the longest sequence of *each* batch, so it changes from batch to batch. The cell uses
-# your `pad_collate` once the check above passes, and the course's reference until then.
+# your `pad_collate` once the check above passes, and the course's own `course_utils.data.pad_collate` until then.
 
 # %%
 from itertools import islice
 
-from course_utils.checks.nb05 import pad_collate_reference
+from course_utils import data as course_data
 
-collate = pad_collate if check("05.pad_collate", pad_collate).passed else pad_collate_reference
+collate = pad_collate if check("05.pad_collate", pad_collate).passed else course_data.pad_collate
 print("collate_fn:", "your pad_collate" if collate is pad_collate
-      else "the reference pad_collate (finish Exercise 3 to use yours)")
+      else "the course's course_utils.data.pad_collate (finish Exercise 3 to use yours)")
 seq_loader = DataLoader(sequences, batch_size=8, collate_fn=collate)
 for padded, lengths, labels in islice(seq_loader, 2):
     print(f"padded {tuple(padded.shape)}  lengths {lengths.tolist()}  labels {labels.tolist()}")

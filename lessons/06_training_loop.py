@@ -263,9 +263,10 @@ assert max(losses) > 10 * losses[0]  # lr=1.0 blows up
 # ### Exercise 1 — `train_one_epoch`
 #
 # Write `train_one_epoch(model, loader, loss_fn, optimizer, device)`: put the model in training
-# mode, run the six steps for every batch, and return the **mean loss over the epoch** as a
-# Python float (weight each batch's loss by its size). The checker hands you a model that is in
-# eval mode (as after validation) and watches how it is used.
+# mode, run the six steps for every batch (moving it to `device` first), and return the **mean
+# loss over the epoch** as a Python float (weight each batch's loss by its size: the last batch
+# can be shorter). The checker hands you a model that is in eval mode (as after validation), may
+# still hold gradients from an earlier step, and watches how it is used.
 
 # %%
 def train_one_epoch(model: nn.Module, loader, loss_fn, optimizer, device) -> float:
@@ -313,8 +314,10 @@ with torch.inference_mode():
 #
 # ### Exercise 2 — `evaluate`
 #
-# Write `evaluate(model, loader, device)` returning the accuracy (a Python float in [0, 1]):
-# eval mode, no gradient tracking, predicted class = the argmax over the class dimension.
+# Write `evaluate(model, loader, device)` returning the accuracy (a Python float in [0, 1]) over
+# all samples: move each batch to `device`, eval mode, no gradient tracking (and autograd back on
+# for whatever runs next), predicted class = the argmax over the class dimension. The last batch
+# may be shorter, even a single sample.
 
 # %%
 def evaluate(model: nn.Module, loader, device) -> float:
@@ -414,8 +417,8 @@ print(f"total norm returned: {before:.4f}, after clipping: {after:.4f}")
 # ### Exercise 3 — `clipped_step`
 #
 # Write `clipped_step(model, loss_fn, x, y, optimizer, max_norm)`: one training step with gradient
-# clipping (the model may still hold gradients from the previous step), returning the total
-# gradient norm *before* clipping as a Python float.
+# clipping (the model may still hold gradients from the previous step, or `.grad` may be `None`),
+# returning the total gradient norm *before* clipping as a Python float.
 
 # %%
 def clipped_step(model: nn.Module, loss_fn, x, y, optimizer, max_norm: float) -> float:

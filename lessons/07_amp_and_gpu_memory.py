@@ -132,8 +132,9 @@ for name, make in make_optimizer.items():
 # Write `training_memory(model, optimizer, dtype)` returning a dict with the bytes of
 # `"params"`, `"grads"` and `"optimizer_state"` for training `model` in `dtype` with optimizer
 # `"sgd"`, `"momentum"`, `"adam"` or `"adamw"`. Frozen parameters (`requires_grad=False`) take
-# parameter memory but get no gradient and no optimizer state. Bytes per element:
-# `torch.tensor([], dtype=dtype).element_size()` (or `dtype.itemsize`).
+# parameter memory but get no gradient and no optimizer state; buffers (BatchNorm's running
+# statistics) are not parameters. Bytes per element: `torch.tensor([], dtype=dtype).element_size()`
+# (or `dtype.itemsize`).
 
 # %%
 def training_memory(model: nn.Module, optimizer: str, dtype: torch.dtype) -> dict[str, int]:
@@ -215,7 +216,8 @@ with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
 #
 # Write `saved_activation_bytes(model, x)`: run `model(x)` under `saved_tensors_hooks` and return
 # the bytes of the **distinct** storages autograd saves, leaving out the model's parameters. Use
-# `t.untyped_storage().data_ptr()` to recognise a storage and `.nbytes()` for its size.
+# `t.untyped_storage().data_ptr()` to recognise a storage and `.nbytes()` for its size: two saved
+# views of one tensor are one storage, and a saved slice keeps its whole storage alive.
 
 # %%
 def saved_activation_bytes(model: nn.Module, x: torch.Tensor) -> int:
@@ -574,11 +576,13 @@ for step in range(12):
 # ### Exercise 3 — `amp_train_step`
 #
 # Write `amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type)`: one mixed-precision
-# training step that clears the old gradients, runs the forward pass and the loss under
+# training step that first clears the old gradients (the model may arrive with the previous step's,
+# even the inf ones of an overflowed step), runs the forward pass and the loss under
 # `torch.autocast(device_type=device_type, dtype=...)` (bfloat16 on `"cpu"`, float16 on
 # `"cuda"`), backpropagates the **scaled** loss, steps through the scaler, updates the scale, and
 # returns the unscaled loss as a Python float. The checker runs it on the CPU with a real
-# `GradScaler("cpu")` that records its calls, including a step whose gradients overflow.
+# `GradScaler("cpu")` that records its calls, including a step whose gradients overflow, and once
+# with `device_type="cuda"` to see which dtype you pick there.
 
 # %%
 def amp_train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn, optimizer,

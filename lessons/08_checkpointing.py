@@ -319,14 +319,15 @@ torch.load(path, weights_only=True)
 #
 # ### Exercise 1 — `save_checkpoint`
 #
-# Write the full checkpoint of section 4 (a dict with the seven keys below) and write it atomically.
-# The checker loads your file with `weights_only=True`, resumes a real run from it and compares with
-# an uninterrupted run, and watches whether the file arrives by `os.replace`.
+# Write the full checkpoint of section 4 (a dict with the seven keys below) and write it atomically
+# to `path`, which may be a `str` or a `Path`; the function returns nothing. The checker loads your
+# file with `weights_only=True`, resumes a real run from it and compares with an uninterrupted run,
+# and watches whether the file arrives by `os.replace`.
 
 # %%
 def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
     """Write {'model', 'optimizer', 'scheduler' (state_dicts), 'epoch', 'step', 'best_metric',
-    'rng': capture_rng_state(generator)} atomically to `path`; return the Path written."""
+    'rng': capture_rng_state(generator)} atomically to `path` (a str or a Path)."""
     ### BEGIN SOLUTION
     path = Path(path)
     checkpoint = {
@@ -344,7 +345,6 @@ def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, b
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    return path
     ### END SOLUTION
     ### BEGIN STUB
     # # 1. checkpoint = {...}  with the seven keys
@@ -360,10 +360,13 @@ check("08.save_checkpoint", save_checkpoint)
 # %% [markdown]
 # ### Exercise 2 — `load_checkpoint`
 #
-# The other half: load with `weights_only=True` and `map_location`, restore the model, optimizer,
+# The other half: load with `weights_only=True` and the `map_location` you are given (a device, a
+# mapping or a function; section 9 shows why a checkpoint from a GPU machine needs it), restore the
+# model, optimizer,
 # scheduler and all RNG states (`restore_rng_state(checkpoint["rng"], generator)`), and return the
-# checkpoint dict (the caller reads `epoch`, `step` and `best_metric` from it). The checker runs your
-# loader on freshly built objects in a scrambled random state, inspects everything, then trains on.
+# checkpoint dict (the caller reads `epoch`, `step` and `best_metric` from it). `path` may be a `str`
+# or a `Path`. The checker runs your loader on freshly built objects in a scrambled random state,
+# inspects everything, then trains on.
 
 # %%
 def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
@@ -559,9 +562,10 @@ print("best metric stored:", round(torch.load(manager.best(), weights_only=True)
 # ### Exercise 3 — `latest_checkpoint`
 #
 # Another training script saved `epoch-1.pt`, `epoch-2.pt`, ..., `epoch-12.pt` (no zero padding),
-# plus `best.pt`, notes, and temp files from interrupted saves. Return the `Path` of the finished
-# checkpoint with the highest epoch. Careful: as text, `"epoch-9.pt" > "epoch-10.pt"`, and file
-# modification times change when files are copied.
+# plus `best.pt`, notes, and temp files from interrupted saves. Return the full `Path` (folder
+# included) of the finished checkpoint with the highest epoch, or `None` when there is none yet (a
+# new run's folder is empty); `folder` may be a `str` or a `Path`. Careful: as text,
+# `"epoch-9.pt" > "epoch-10.pt"`, and file modification times change when files are copied.
 
 # %%
 def latest_checkpoint(folder):

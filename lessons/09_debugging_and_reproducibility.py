@@ -809,12 +809,13 @@ print("healthy:", report.ok, "| measured one-batch losses:", [round(v, 3) for v 
 # %% [markdown]
 # ## 6. Exercises
 #
-# ### Exercise 1: seed everything
+# ### Exercise 1 — `seed_everything`
 #
 # Write `seed_everything(seed)`: seed Python's `random`, NumPy's global generator and torch with
-# `seed`, and return a `torch.Generator` seeded with `seed` (to pass to `DataLoader(generator=...)`).
-# The checker calls your function, then draws one number from each generator and compares it with
-# the first number after seeding.
+# `seed`, and return a **new** `torch.Generator` seeded with `seed` (to pass to
+# `DataLoader(generator=...)`; not torch's global generator, and not one shared object for every
+# call). The checker calls your function, then draws one number from each generator and compares it
+# with the first number after seeding.
 
 # %%
 def seed_everything(seed: int) -> torch.Generator:
@@ -834,12 +835,13 @@ check("09.seed_everything", seed_everything)
 
 
 # %% [markdown]
-# ### Exercise 2: find the layers that produce NaN or Inf
+# ### Exercise 2 — `nonfinite_layers`
 #
 # Write `nonfinite_layers(model, x)`: run `model(x)` once with a forward hook on every *leaf* module
 # (a module without children), and return the names (as in `model.named_modules()`) of the modules
-# whose output contains NaN or Inf, **in the order they ran**. Remove your hooks before returning,
-# even if the forward pass raises. The first name is where to look.
+# whose output contains NaN or Inf, **in the order they ran**; a module that runs twice (a shared
+# layer) is listed each time its output is non-finite. Remove your hooks before returning, even if
+# the forward pass raises. The first name is where to look.
 
 # %%
 def nonfinite_layers(model: nn.Module, x: torch.Tensor) -> list[str]:
@@ -871,7 +873,7 @@ def nonfinite_layers(model: nn.Module, x: torch.Tensor) -> list[str]:
 check("09.nonfinite_layers", nonfinite_layers)
 
 # %% [markdown]
-# ### Exercise 3: read the doctor's report and fix the step
+# ### Exercise 3 — `fix_train_step`
 #
 # This training program was written by someone who had just evaluated the model (so it is in eval
 # mode) and who remembered that "classifiers output probabilities". Read the report:
@@ -896,13 +898,14 @@ diagnose(bn_model, nn.CrossEntropyLoss(), optimizer, batch, broken_train_step)
 
 
 # %% [markdown]
-# Write `fixed_train_step(model, batch, optimizer, loss_fn)` that fixes all three findings and returns
-# the loss as a Python float. The checker runs it on fresh models that arrive in eval mode with
-# last step's gradients still in `.grad`, compares the loss and the updated parameters with the
-# correct step, and, when they differ, runs the doctor on *your* step to name what is still wrong.
+# Write `fix_train_step(model, batch, optimizer, loss_fn)`: the training step with all three
+# findings fixed, returning the loss as a Python float. The checker runs it on fresh models that
+# arrive in eval mode with last step's gradients still in `.grad` (or with no gradients yet),
+# compares the loss and the updated parameters with the correct step, and, when they differ, runs
+# the doctor on *your* step to name what is still wrong.
 
 # %%
-def fixed_train_step(model: nn.Module, batch, optimizer: torch.optim.Optimizer, loss_fn) -> float:
+def fix_train_step(model: nn.Module, batch, optimizer: torch.optim.Optimizer, loss_fn) -> float:
     ### BEGIN SOLUTION
     x, y = batch
     model.train()
@@ -913,12 +916,12 @@ def fixed_train_step(model: nn.Module, batch, optimizer: torch.optim.Optimizer, 
     return loss.item()
     ### END SOLUTION
     ### BEGIN STUB
-    # raise NotImplementedError("fixed_train_step: your code here")
+    # raise NotImplementedError("fix_train_step: your code here")
     ### END STUB
 
 
 # %%
-check("09.fix_train_step", fixed_train_step)
+check("09.fix_train_step", fix_train_step)
 
 # %% [markdown]
 # ## Key points

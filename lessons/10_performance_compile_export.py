@@ -73,8 +73,8 @@ print("device:", device)
 #
 # ### Exercise 1 — `time_it`
 #
-# Write `time_it(fn, warmup, repeats, sync, clock)`: call `fn()` `warmup` times untimed, then
-# return the mean seconds per call over `repeats` calls. Read the time with `clock()`. When `sync`
+# Write `time_it(fn, warmup, repeats, sync, clock)`: call `fn()` `warmup` times untimed (`warmup`
+# may be 0), then return the mean seconds per call over `repeats` calls. Read the time with `clock()`. When `sync`
 # is given, call it after the warm-up and after the timed calls. (The checker passes a fake,
 # asynchronous "GPU" and a fake clock, so it can test your logic exactly and instantly.)
 
@@ -292,7 +292,8 @@ assert t_item > 0 and t_tensor > 0
 # ### Exercise 2 — `mean_epoch_loss`
 #
 # Write `mean_epoch_loss(step_losses)`: the mean of a list of per-step loss tensors, returned as a
-# **detached 0-dim tensor**, with no `.item()`, `float()` or `.tolist()` (the checker counts them).
+# **detached 0-dim tensor** in the losses' dtype, with no `.item()`, `float()` or `.tolist()` (the
+# checker counts them), and without changing the tensors you are given.
 
 # %%
 def mean_epoch_loss(step_losses: list[torch.Tensor]) -> torch.Tensor:

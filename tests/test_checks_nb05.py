@@ -6,7 +6,172 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
+import textwrap
+
+import pytest
+
 from course_utils.exercises import check, get_exercise, list_exercises
+from tests.learner_code import assert_accepted, assert_rejected
+
+def _pad(body: str) -> str:
+    """A pad_collate whose body starts with seqs = [s for s, _ in batch]."""
+    return ("def pad_collate(batch):\n    seqs = [s for s, _ in batch]\n"
+            + textwrap.indent(textwrap.dedent(body).strip(), "    "))
+
+WRONG = [
+    # --- 05.normalization_stats
+    ("05.normalization_stats", "def normalization_stats(images):\n    return images.mean(), images.std()", ["per channel"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            c = images.shape[1]
+            return images.mean().repeat(c), images.std().repeat(c)""", ["mixes the channels"]),
+    ("05.normalization_stats", "def normalization_stats(images):\n    return images.mean(dim=(1, 2, 3)), images.std(dim=(1, 2, 3))",
+     ["(0, 2, 3)"]),
+    ("05.normalization_stats", "def normalization_stats(images):\n    return images.mean(dim=0), images.std(dim=0)",
+     ["(0, 2, 3)"]),
+    ("05.normalization_stats", "def normalization_stats(images):\n    return images.mean(dim=(2, 3)), images.std(dim=(2, 3))",
+     ["(0, 2, 3)"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            return images.mean(dim=(0, 2, 3)), images.std(dim=(2, 3)).mean(dim=0)""", ["differ from each other"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            flat = images.reshape(images.shape[1], -1)
+            return flat.mean(dim=1), flat.std(dim=1)""", ["transpose"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            return torch.std_mean(images, dim=(0, 2, 3))""", ["order"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            return images.mean(dim=(0, 2, 3)), images.var(dim=(0, 2, 3))""", ["variance"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            return images.mean(dim=(0, 2, 3)).tolist(), images.std(dim=(0, 2, 3)).tolist()""", ["tensor"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            return images.float().mean(dim=(0, 2, 3)), images.float().std(dim=(0, 2, 3))""", ["dtype"]),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            return images.mean(dim=(0, 2, 3), keepdim=True), images.std(dim=(0, 2, 3), keepdim=True)""",
+     ["keepdim"]),
+    # --- 05.make_loaders
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True),
+                    DataLoader(val_ds, batch_size=batch_size, shuffle=True))""", ["shuffle=False"]),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(train_ds, batch_size=batch_size, drop_last=True),
+                    DataLoader(val_ds, batch_size=batch_size))""", ["shuffle=True"]),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(train_ds, batch_size=batch_size, shuffle=True),
+                    DataLoader(val_ds, batch_size=batch_size))""", ["drop_last=True"]),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True),
+                    DataLoader(val_ds, batch_size=batch_size, drop_last=True))""", ["every sample"]),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(val_ds, batch_size=batch_size), DataLoader(train_ds, batch_size=batch_size,
+                    shuffle=True, drop_last=True))""", ["train_ds"]),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(train_ds, batch_size=64, shuffle=True, drop_last=True),
+                    DataLoader(val_ds, batch_size=batch_size))""", ["batch_size"]),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return (DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True),
+                    DataLoader(val_ds, batch_size=batch_size, shuffle=True, drop_last=True))""", ["shuffle=False"]),
+    # --- 05.pad_collate
+    ("05.pad_collate", _pad("""
+            return (pad_sequence(seqs), torch.tensor([len(s) for s in seqs]),
+                torch.tensor([label for _, label in batch]))"""), ["batch_first=True"]),
+    ("05.pad_collate", _pad("""
+            padded = pad_sequence(seqs, batch_first=True)
+            return padded, torch.tensor([len(s) for s in padded]), torch.tensor([label for _, label in batch])"""),
+     ["before padding"]),
+    ("05.pad_collate", _pad("""
+            padded = torch.zeros(len(seqs), 16, dtype=torch.long)
+            for i, s in enumerate(seqs):
+                padded[i, :len(s)] = s
+            return padded, torch.tensor([len(s) for s in seqs]), torch.tensor([label for _, label in batch])"""),
+     ["longest"]),
+    ("05.pad_collate", _pad("""
+            return (pad_sequence(seqs, batch_first=True, padding_value=-1),
+                torch.tensor([len(s) for s in seqs]), torch.tensor([label for _, label in batch]))"""),
+     ["padding_value=0"]),
+    ("05.pad_collate", _pad("""
+            return (torch.stack(seqs), torch.tensor([len(s) for s in seqs]),
+                torch.tensor([label for _, label in batch]))"""), ["pad_sequence"]),
+    ("05.pad_collate", _pad("""
+            return (pad_sequence(seqs, batch_first=True), torch.tensor([label for _, label in batch]),
+                torch.tensor([len(s) for s in seqs]))"""), ["order"]),
+    ("05.pad_collate", _pad("""
+            return (pad_sequence(seqs, batch_first=True), [len(s) for s in seqs],
+                torch.tensor([label for _, label in batch]))"""), ["lengths to be a tensor"]),
+    ("05.pad_collate", _pad("""
+            return (pad_sequence(seqs, batch_first=True), torch.tensor([len(s) for s in seqs], dtype=torch.int32),
+                torch.tensor([label for _, label in batch]))"""), ["int64"]),
+    ("05.pad_collate", _pad("""
+            return (pad_sequence(seqs, batch_first=True).float(), torch.tensor([len(s) for s in seqs]),
+                torch.tensor([label for _, label in batch]))"""), ["dtype"]),
+    ("05.pad_collate", _pad("""
+            padded = pad_sequence([s.flip(0) for s in seqs], batch_first=True).flip(1)
+            return padded, torch.tensor([len(s) for s in seqs]), torch.tensor([label for _, label in batch])"""),
+     ["left"]),
+    # --- a finished function that forgets `return`
+    ("05.normalization_stats", "def normalization_stats(images):\n    mean, std = images.mean(dim=(0, 2, 3)), images.std(dim=(0, 2, 3))", ["return"]),
+]
+
+RIGHT = [
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            flat = images.permute(1, 0, 2, 3).reshape(images.shape[1], -1)
+            return flat.mean(1), flat.std(1)"""),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            std, mean = torch.std_mean(images, dim=(0, 2, 3))
+            return mean, std"""),
+    ("05.normalization_stats", """
+        def normalization_stats(images):
+            mean = images.mean(dim=(0, 2, 3))
+            var = ((images - mean[None, :, None, None]) ** 2).mean(dim=(0, 2, 3))
+            return mean, var.sqrt()"""),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            train = DataLoader(train_ds, batch_size, shuffle=True, drop_last=True)
+            val = DataLoader(val_ds, batch_size)
+            return train, val"""),
+    ("05.make_loaders", """
+        def make_loaders(train_ds, val_ds, batch_size):
+            return [DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=0),
+                    DataLoader(val_ds, batch_size=2 * batch_size, shuffle=False, drop_last=False)]"""),
+    ("05.pad_collate", """
+        def pad_collate(batch):
+            seqs, labels = zip(*batch)
+            lengths = torch.tensor([s.numel() for s in seqs], dtype=torch.long)
+            padded = torch.zeros(len(seqs), int(lengths.max()), dtype=torch.long)
+            for i, s in enumerate(seqs):
+                padded[i, :len(s)] = s
+            return padded, lengths, torch.LongTensor(labels)"""),
+    ("05.pad_collate", """
+        def pad_collate(batch):
+            longest = max(len(s) for s, _ in batch)
+            padded = torch.stack([F.pad(s, (0, longest - len(s))) for s, _ in batch])
+            return padded, torch.tensor([len(s) for s, _ in batch]), torch.tensor([y for _, y in batch])"""),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "source", "words"), WRONG,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(WRONG)])
+def test_wrong_answer_is_rejected_with_what_to_fix(exercise_id: str, source: str, words: list[str]) -> None:
+    assert_rejected(exercise_id, source, words)
+
+
+@pytest.mark.parametrize(("exercise_id", "source"), RIGHT, ids=[f"{e}-{i}" for i, (e, _) in enumerate(RIGHT)])
+def test_correct_alternative_is_accepted(exercise_id: str, source: str) -> None:
+    assert_accepted(exercise_id, source)
 
 
 def test_stats_accepts_biased_std_and_other_spellings() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -101,3 +102,158 @@ def test_fix_train_step_broken_program_is_named() -> None:
 
     result = check("09.fix_train_step", all_three_bugs)
     assert result.status == "fail" and "Hint (" in result.message
+
+
+# --- learners' answers: wrong ones must FAIL with a message naming the fix, right ones must pass ---
+
+_SHARED = torch.Generator()
+
+
+def _seed(*, python=True, numpy="global", torch_seed="manual_seed", ret="new", value=None):
+    def seed_everything(seed):
+        s = seed if value is None else value
+        if python == "Random":
+            random.Random(s)
+        elif python:
+            random.seed(s)
+        if numpy == "global":
+            np.random.seed(s)
+        elif numpy == "default_rng":
+            np.random.default_rng(s)
+        if torch_seed == "manual_seed":
+            torch.manual_seed(s)
+        elif torch_seed == "cuda only":
+            torch.cuda.manual_seed_all(s)
+        if ret == "global":
+            return torch.manual_seed(s)
+        if ret == "unseeded":
+            return torch.Generator()
+        if ret == "shared":
+            return _SHARED.manual_seed(s)
+        if ret == "none":
+            return None
+        if ret == "int":
+            return s
+        return torch.Generator().manual_seed(s)
+    return seed_everything
+
+
+def _nonfinite(*, where="leaves", test="isfinite", finally_=True, remove=True, order="run", dedupe=False,
+               names="named"):
+    def nonfinite_layers(model, x):
+        found = []
+
+        def hook(name):
+            def record(module, inputs, output):
+                bad = torch.isnan(output).any() if test == "nan" else not torch.isfinite(output).all()
+                if bad and not (dedupe and name in found):
+                    found.append(name if names == "named" else type(module).__name__)
+            return record
+
+        modules = [(n, m) for n, m in model.named_modules()
+                   if where == "all" or (where == "children" and n and "." not in n)
+                   or (where == "leaves" and not list(m.children()))]
+        if where == "children":
+            modules = list(model.named_children())
+        handles = [m.register_forward_hook(hook(n)) for n, m in modules]
+        if finally_:
+            try:
+                with torch.no_grad():
+                    model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+        else:
+            with torch.no_grad():
+                model(x)
+            if remove:
+                for h in handles:
+                    h.remove()
+        if order == "registration":
+            return [n for n, _ in model.named_modules() if n in found]
+        return found
+    return nonfinite_layers
+
+
+def _fix(*, train=True, zero="optimizer", softmax=False, ret="item", backward=True):
+    def fix_train_step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        if train:
+            model.train()
+        if zero == "optimizer":
+            optimizer.zero_grad()
+        elif zero == "by hand":
+            for p in model.parameters():
+                p.grad.zero_()
+        out = model(x)
+        loss = loss_fn(out.softmax(dim=1) if softmax else out, y)
+        if backward:
+            loss.backward()
+        if zero == "after backward":
+            optimizer.zero_grad()
+        optimizer.step()
+        if zero == "end":
+            optimizer.zero_grad()
+        if ret == "tensor":
+            return loss
+        if ret == "none":
+            return None
+        return loss.item()
+    return fix_train_step
+
+
+WRONG = [
+    ("09.seed_everything", _seed(python=False), ["Python's `random`", "random.seed(seed)"]),
+    ("09.seed_everything", _seed(python="Random"), ["Python's `random`"]),
+    ("09.seed_everything", _seed(numpy=None), ["NumPy", "np.random.seed(seed)"]),
+    ("09.seed_everything", _seed(numpy="default_rng"), ["NumPy", "default_rng"]),
+    ("09.seed_everything", _seed(torch_seed=None), ["torch's global generator", "torch.manual_seed"]),
+    ("09.seed_everything", _seed(torch_seed="cuda only"), ["torch's global generator"]),
+    ("09.seed_everything", _seed(ret="global"), ["global generator", "torch.Generator().manual_seed(seed)"]),
+    ("09.seed_everything", _seed(ret="unseeded"), ["not seeded", ".manual_seed(3)"]),
+    ("09.seed_everything", _seed(ret="shared"), ["same generator object", "NEW"]),
+    ("09.seed_everything", _seed(ret="int"), ["torch.Generator"]),
+    ("09.seed_everything", _seed(ret="none"), ["forget `return`"]),
+    ("09.seed_everything", _seed(value=42), ["hard-coded", "`seed` parameter"]),
+    ("09.nonfinite_layers", _nonfinite(finally_=False, remove=False), ["hook(s) were left", "finally"]),
+    ("09.nonfinite_layers", _nonfinite(finally_=False), ["test case 4", "raised", "finally"]),
+    ("09.nonfinite_layers", _nonfinite(test="nan"), ["misses Inf", "isfinite"]),
+    ("09.nonfinite_layers", _nonfinite(order="registration"), ["registration order"]),
+    ("09.nonfinite_layers", _nonfinite(where="all"), ["leaf modules"]),
+    ("09.nonfinite_layers", _nonfinite(where="children"), ["body.1"]),
+    ("09.nonfinite_layers", _nonfinite(dedupe=True), ["test case 3", "runs twice", "`act`"]),
+    ("09.nonfinite_layers", _nonfinite(names="type"), ["expected ['1', '2', '3', '4']"]),
+    ("09.fix_train_step", _fix(train=False), ["EVAL_MODE_LEFT_ON", "model.train()"]),
+    ("09.fix_train_step", _fix(zero=None), ["ZERO_GRAD_MISSING"]),
+    ("09.fix_train_step", _fix(zero="end"), ["test case 1", "START of the step"]),
+    ("09.fix_train_step", _fix(zero="by hand"), ["test case 3", "optimizer.zero_grad()"]),
+    ("09.fix_train_step", _fix(zero="after backward"), ["before backward()"]),
+    ("09.fix_train_step", _fix(softmax=True), ["SOFTMAX_BEFORE_CE"]),
+    ("09.fix_train_step", _fix(ret="tensor"), ["loss.item()"]),
+    ("09.fix_train_step", _fix(ret="none"), ["forget `return`"]),
+    ("09.fix_train_step", _fix(backward=False), ["parameters differ"]),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "wrong", "words"), WRONG,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(WRONG)])
+def test_learners_wrong_answers_fail_with_a_message_naming_the_fix(exercise_id, wrong, words) -> None:
+    result = check(exercise_id, wrong)
+    assert result.status == "fail", result.message
+    assert "Traceback" not in result.message
+    for word in words:
+        assert word in result.message, result.message
+
+
+RIGHT = [
+    ("09.seed_everything", _seed()),
+    ("09.nonfinite_layers", _nonfinite()),
+    ("09.fix_train_step", _fix()),
+    ("09.fix_train_step", lambda model, batch, optimizer, loss_fn: _fix()(model, batch, optimizer, loss_fn)),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "right"), RIGHT, ids=[f"{e}-{i}" for i, (e, _) in enumerate(RIGHT)])
+def test_learners_right_answers_pass(exercise_id, right) -> None:
+    result = check(exercise_id, right)
+    assert result.passed, result.message

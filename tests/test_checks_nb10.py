@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 from course_utils.checks.nb10 import FakeAsyncDevice, time_it_reference
@@ -70,3 +71,134 @@ def test_clip_norm_where_is_accepted_and_python_if_is_named() -> None:
 
     result = check("10.clip_norm", python_if)
     assert result.status == "fail" and "Hint (Python if on a tensor value)" in result.message
+
+
+# --- learners' answers: wrong ones must FAIL with a message naming the fix, right ones must pass ---
+
+
+def _timer(*, warmup="loop", sync_after_warmup=True, sync_end=True, guard=True, clock="argument",
+           result="mean", extra_call=False):
+    def time_it(fn, warmup_n=2, repeats=10, sync=None, clock_fn=time.perf_counter):
+        read = clock_fn if clock == "argument" else time.perf_counter
+
+        def wait():
+            if sync is not None or not guard:
+                sync()
+        for _ in range(warmup_n if warmup == "loop" else max(warmup_n, 1) if warmup == "at least one" else 0):
+            fn()
+        if sync_after_warmup:
+            wait()
+        start = read()
+        for _ in range(repeats + (1 if extra_call else 0)):
+            fn()
+        if sync_end:
+            wait()
+        elapsed = read() - start
+        return elapsed if result == "total" else elapsed / repeats
+    # keep the task's parameter names
+    return lambda fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter: time_it(fn, warmup, repeats, sync, clock)
+
+
+def _mean(*, how="stack", detach=True):
+    def mean_epoch_loss(step_losses):
+        if how == "items":
+            return torch.tensor(sum(v.item() for v in step_losses) / len(step_losses))
+        if how == "float accumulate":
+            total = torch.zeros(())
+            for loss in step_losses:
+                total += loss.detach()
+            return total / len(step_losses)
+        if how == "sum":
+            return torch.stack([v.detach() for v in step_losses]).sum()
+        if how == "tensor of list":
+            return torch.tensor(step_losses).mean()
+        if how == "detach_ in place":
+            return torch.stack([v.detach_() for v in step_losses]).mean()
+        if how == "python float":
+            return torch.stack([v.detach() for v in step_losses]).mean().item()
+        losses = [v.detach() if detach else v for v in step_losses]
+        return torch.stack(losses).mean()
+    return mean_epoch_loss
+
+
+def _clip(how):
+    def clip_norm(x):
+        if how == "python if":
+            return x / x.norm() if x.norm() > 1 else x.clone()
+        if how == "always":
+            return x / x.norm()
+        if how == "swapped":
+            return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
+        if how == "alias":
+            return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
+        if how == "below":
+            return torch.cond(x.norm() < 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+        if how == "in place":
+            return torch.cond(x.norm() > 1, lambda v: v.div_(v.norm()), lambda v: v.clone(), (x,))
+        if how == "max":
+            return x / max(x.norm(), 1)
+        if how == "normalize":
+            return torch.nn.functional.normalize(x, dim=0)
+        if how == "cond":
+            return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+        if how == "clamp":
+            return x / x.norm().clamp(min=1.0)
+        if how == "where":
+            n = x.norm()
+            return torch.where(n > 1, x / n, x)
+        raise ValueError(how)
+    return clip_norm
+
+
+WRONG = [
+    ("10.time_it", _timer(warmup="none"), ["warm-up"]),
+    ("10.time_it", _timer(warmup="at least one"), ["test case 5", "warmup + repeats"]),
+    ("10.time_it", _timer(sync_after_warmup=False), ["after the warm-up"]),
+    ("10.time_it", _timer(sync_end=False), ["synchronization"]),
+    ("10.time_it", _timer(sync_after_warmup=False, sync_end=False), ["synchronization"]),
+    ("10.time_it", _timer(guard=False), ["if sync is not None"]),
+    ("10.time_it", _timer(clock="perf_counter"), ["clock argument"]),
+    ("10.time_it", _timer(result="total"), ["divide the elapsed time by `repeats`"]),
+    ("10.time_it", _timer(extra_call=True), ["warmup + repeats"]),
+    ("10.mean_epoch_loss", _mean(how="items"), ["device -> host", ".item()"]),
+    ("10.mean_epoch_loss", _mean(how="tensor of list"), ["device -> host"]),
+    ("10.mean_epoch_loss", _mean(detach=False), ["graph"]),
+    ("10.mean_epoch_loss", _mean(how="sum"), ["mean loss"]),
+    ("10.mean_epoch_loss", _mean(how="float accumulate"), ["test case 4", "dtype torch.float64"]),
+    ("10.mean_epoch_loss", _mean(how="detach_ in place"), ["detach()"]),
+    ("10.mean_epoch_loss", _mean(how="python float"), ["device -> host"]),
+    ("10.clip_norm", _clip("python if"), ["torch.cond"]),
+    ("10.clip_norm", _clip("always"), ["unchanged"]),
+    ("10.clip_norm", _clip("swapped"), ["true_fn runs when pred is True"]),
+    ("10.clip_norm", _clip("alias"), ["v.clone()"]),
+    ("10.clip_norm", _clip("below"), ["wrong values"]),
+    ("10.clip_norm", _clip("in place"), ["must not change their inputs"]),
+    ("10.clip_norm", _clip("normalize"), ["unchanged"]),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "wrong", "words"), WRONG,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(WRONG)])
+def test_learners_wrong_answers_fail_with_a_message_naming_the_fix(exercise_id, wrong, words) -> None:
+    result = check(exercise_id, wrong)
+    assert result.status == "fail", result.message
+    assert "Traceback" not in result.message
+    for word in words:
+        assert word in result.message, result.message
+
+
+RIGHT = [
+    ("10.time_it", _timer()),
+    ("10.mean_epoch_loss", _mean()),
+    ("10.mean_epoch_loss", lambda losses: sum(loss.detach() for loss in losses) / len(losses)),
+    ("10.clip_norm", _clip("cond")),
+    ("10.clip_norm", _clip("clamp")),
+    ("10.clip_norm", _clip("where")),
+    ("10.clip_norm", _clip("max")),  # torch.export records max(norm, 1) as a clamp: exportable
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "right"), RIGHT, ids=[f"{e}-{i}" for i, (e, _) in enumerate(RIGHT)])
+def test_learners_right_answers_pass(exercise_id, right) -> None:
+    result = check(exercise_id, right)
+    assert result.passed, result.message

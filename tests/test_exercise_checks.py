@@ -4,6 +4,11 @@ must be registered."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+from typing import Any, Callable
+
 import pytest
 
 from course_utils.exercises import check, get_exercise, list_exercises
@@ -60,8 +65,17 @@ REQUIRED: dict[str, list[str]] = {
 }
 
 
-def _stub(*args, **kwargs):
-    raise NotImplementedError
+def _stub_raises(*args, **kwargs):
+    raise NotImplementedError("Your turn: write this function")
+
+
+def _stub_ellipsis(*args, **kwargs):
+    ...
+
+
+def _stub_return_ellipsis(*args, **kwargs):
+    """The learner's stub."""
+    return ...  # your code here
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
@@ -73,20 +87,74 @@ def test_reference_passes(exercise_id: str) -> None:
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)
 def test_stub_is_todo(exercise_id: str) -> None:
-    for stub in (_stub, lambda *a, **k: None, lambda *a, **k: ...):
+    for stub in (_stub_raises, _stub_ellipsis, _stub_return_ellipsis, lambda *a, **k: ...):
         result = check(exercise_id, stub)
-        assert result.status == "todo", result.message
+        assert result.status == "todo", (stub.__name__, result.message)
         assert result.message.startswith("[TODO]") and not result.passed
 
 
+class _DropReturns(ast.NodeTransformer):
+    """``return value`` -> ``value`` in the function itself (not in functions nested inside it)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.dropped = 0
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.depth += 1
+        if self.depth == 1:
+            self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        if node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None):
+            return node
+        self.dropped += 1
+        return ast.copy_location(ast.Expr(node.value), node)
+
+
+def forgot_return(func: Callable[..., Any]) -> Callable[..., Any] | None:
+    """``func`` as a learner who forgot ``return`` writes it (None when it returns nothing anyway)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    transformer = _DropReturns()
+    tree = ast.fix_missing_locations(transformer.visit(tree))
+    if not transformer.dropped:
+        return None
+    namespace: dict[str, Any] = {}
+    exec(compile(tree, f"<forgot-return {func.__name__}>", "exec"), dict(func.__globals__), namespace)
+    return namespace[func.__name__]
+
+
 @pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_every_mistake_fails_with_its_hint(exercise_id: str) -> None:
+def test_forgotten_return_is_named(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    if not exercise.returns:
+        pytest.skip("a side-effect task: returning None is right")
+    candidate = forgot_return(exercise.reference)
+    assert candidate is not None, "a task that returns a value has a reference with a `return`"
+    result = check(exercise_id, candidate)
+    assert result.status == "fail", result.message
+    assert "did you forget `return`?" in result.message, result.message
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_every_mistake_fails_with_its_own_hint_and_no_other(exercise_id: str) -> None:
+    """The confusion matrix: mistake i's example gets hint i, and never the hint of mistake j."""
     exercise = get_exercise(exercise_id)
     assert len(exercise.mistakes) >= 1, "each exercise lists at least one typical mistake"
+    wrong: list[str] = []
     for mistake in exercise.mistakes:
         result = check(exercise_id, mistake.example)
-        assert result.status == "fail", (mistake.name, result.message)
-        assert f"Hint ({mistake.name})" in result.message, (mistake.name, result.message)
+        shown = [m.name for m in exercise.mistakes if f"Hint ({m.name})" in result.message]
+        if result.status != "fail" or shown != [mistake.name] or result.message.count("Hint (") != 1:
+            wrong.append(f"{mistake.name!r} -> {result.status}, hints {shown}: {result.message}")
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("exercise_id", EXERCISES)

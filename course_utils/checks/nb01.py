@@ -65,12 +65,13 @@ register(Exercise(
     _copy_verify,
     [
         Mistake("returns torch.from_numpy (shares memory)",
-                "torch.from_numpy wraps the array's memory; use torch.tensor(arr) or "
-                "torch.from_numpy(arr).clone() to get your own copy.",
+                "torch.from_numpy, torch.as_tensor and torch.asarray wrap the array's memory (no copy); "
+                "use torch.tensor(arr) or torch.from_numpy(arr).clone() to get your own copy.",
                 _copy_shared),
         Mistake("wrong dtype",
-                "keep the array's dtype: float64 stays float64 and int64 labels stay int64; "
-                "do not force dtype=torch.float32 here.",
+                "keep the array's dtype: float64 stays float64 and int64 labels stay int64. "
+                "torch.Tensor(arr) (capital T), .float() and dtype=torch.float32 all give float32; "
+                "torch.tensor(arr) keeps the dtype.",
                 _copy_float32,
                 detect=lambda out, a, k: isinstance(out, torch.Tensor)
                 and out.dtype != torch.from_numpy(a[0]).dtype),
@@ -93,12 +94,35 @@ def _flatten_all(x):
     return x.flatten()
 
 
+def _flatten_squeeze(x):
+    return torch.flatten(x.squeeze(), 1)
+
+
+def _flatten_two_dims(x):
+    return x.flatten(start_dim=1, end_dim=2)
+
+
 def _flatten_cases():
     def g(seed: int) -> torch.Generator:
         return torch.Generator().manual_seed(seed)
     return [lambda: ((torch.randn(4, 3, 2, 2, generator=g(5)),), {}),
             lambda: ((torch.randn(3, 2, 5, generator=g(6)).transpose(1, 2),), {}),
-            lambda: ((torch.randn(2, 6, generator=g(7)).t(),), {})]
+            lambda: ((torch.randn(2, 6, generator=g(7)).t(),), {}),
+            lambda: ((torch.randn(1, 3, 1, 2, generator=g(8)),), {}),          # a batch of one
+            lambda: ((torch.randn(1, 2, 3, generator=g(9)).permute(0, 2, 1),), {})]
+
+
+def _batch_of_one_lost(out, args, kwargs) -> bool:
+    x = args[0]
+    return x.shape[0] == 1 and isinstance(out, torch.Tensor) and (out.dim() != 2 or out.shape[0] != 1)
+
+
+def _flatten_verify(out, ref, args, kwargs):
+    x = args[0]
+    if isinstance(out, torch.Tensor) and out.shape != ref.shape:
+        return (f"for x of shape {tuple(x.shape)} expected shape {tuple(ref.shape)} (dim 0 kept, every other "
+                f"dim flattened into one), found shape {tuple(out.shape)}")
+    return compare_tensors(out, ref)
 
 
 register(Exercise(
@@ -107,15 +131,25 @@ register(Exercise(
     "and works for non-contiguous inputs such as x.transpose(1, 2).",
     flatten_batch_reference,
     _flatten_cases(),
-    lambda out, ref, a, k: compare_tensors(out, ref),
+    _flatten_verify,
     [
         Mistake("uses .view on a non-contiguous tensor",
-                "view() needs compatible strides; torch.flatten(x, 1) (or x.reshape(x.size(0), -1)) "
-                "copies when it has to.",
+                "view() needs compatible strides and fails on a transposed/permuted x; "
+                "torch.flatten(x, 1) (or x.reshape(x.size(0), -1)) copies when it has to.",
                 _flatten_view, error_match="view size is not compatible"),
         Mistake("flattens the batch dimension too",
                 "keep dim 0: torch.flatten(x, start_dim=1).",
-                _flatten_all),
+                _flatten_all, detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() == 1
+                and a[0].shape[0] > 1),
+        Mistake("squeeze() drops the batch dim of a batch of one",
+                "squeeze() without a dim removes EVERY size-1 dim, the batch dim of a batch of one "
+                "included; flatten from dim 1 directly: torch.flatten(x, start_dim=1).",
+                _flatten_squeeze, detect=_batch_of_one_lost, error_match="Dimension out of range"),
+        Mistake("hard-codes the number of dims",
+                "x can have any number of dims: flatten every dim after the first, "
+                "torch.flatten(x, 1) or x.reshape(x.size(0), -1), instead of naming x.shape[1], x.shape[2].",
+                _flatten_two_dims, error_match="is invalid for input of size",
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() > 2),
     ],
 ))
 
@@ -179,7 +213,70 @@ def _to_device_tensorify(batch, device):
 
 def _non_tensor_changed(out: Any, args: tuple, kwargs: dict) -> bool:
     problem = _same_structure(out, to_device_reference(args[0], args[1]))
-    return problem is not None and ("unchanged" in problem or "kept as is" in problem)
+    return problem is not None and ("unchanged" in problem or "expected a tensor" not in problem
+                                    and "found tensor" in problem)
+
+
+def _container_changed(out: Any, args: tuple, kwargs: dict) -> bool:
+    problem = _same_structure(out, to_device_reference(args[0], args[1]))
+    return problem is not None and "(kept as is), found" in problem and any(
+        f"found {kind} of length" in problem for kind in ("list", "tuple", "dict"))
+
+
+def _to_device_lists(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_lists(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return [_to_device_lists(v, device) for v in batch]
+    return batch
+
+
+def _to_device_to_everything(batch, device):
+    return batch.to(device)
+
+
+def _to_device_unassigned(batch, device):
+    if isinstance(batch, torch.Tensor):
+        batch.to(device)  # returns a moved copy, which is dropped
+        return batch
+    if isinstance(batch, dict):
+        return {k: _to_device_unassigned(v, device) for k, v in batch.items()}
+    if _is_namedtuple(batch):
+        return type(batch)(*(_to_device_unassigned(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_unassigned(v, device) for v in batch)
+    return batch
+
+
+def _to_device_sequence(batch, device):
+    from collections.abc import Sequence
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_sequence(v, device) for k, v in batch.items()}
+    if isinstance(batch, Sequence):  # a str is a Sequence of strs: endless recursion
+        return type(batch)([_to_device_sequence(v, device) for v in batch])
+    return batch
+
+
+def _leaves(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _leaves(v)]
+    return []
+
+
+def _nothing_moved(out: Any, args: tuple, kwargs: dict) -> bool:
+    leaves = _leaves(out)
+    device = torch.device(args[1])
+    return (_same_structure(out, to_device_reference(args[0], args[1])) is None and bool(leaves)
+            and all(t.device != device for t in leaves))
 
 
 def _tensor_leaves_on(value: Any, device: torch.device, path: str = "batch") -> str | None:
@@ -275,5 +372,21 @@ register(Exercise(
                 "strings, numbers and other non-tensors must come back untouched: only call "
                 ".to(device) on torch.Tensor values and return anything else as it is.",
                 _to_device_tensorify, detect=_non_tensor_changed),
+        Mistake("containers changed type (list became tuple or tuple became list)",
+                "rebuild each container as the type it was: type(batch)(...) for lists and tuples "
+                "(a namedtuple with type(batch)(*items)), a dict for a dict.",
+                _to_device_lists, detect=_container_changed),
+        Mistake("calls .to() on a container",
+                "only tensors have .to(); a tuple, list or dict must be walked: call to_device "
+                "recursively on each item and rebuild the container.",
+                _to_device_to_everything, error_match="object has no attribute 'to'"),
+        Mistake("result of .to() not kept",
+                "tensor.to(device) does not move the tensor in place: it returns a moved copy. "
+                "Return it (return batch.to(device)) or assign it (batch = batch.to(device)).",
+                _to_device_unassigned, detect=_nothing_moved),
+        Mistake("strings treated as sequences",
+                "a str is a sequence of one-character strs, so recursing into it never ends; test "
+                "for list/tuple (or exclude str) before treating something as a container.",
+                _to_device_sequence, error_match="maximum recursion depth"),
     ],
 ))

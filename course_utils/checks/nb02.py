@@ -8,6 +8,11 @@ copy when their case is built (``_remember``), so an in-place change is named as
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+from typing import Callable
+
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
@@ -70,33 +75,83 @@ def _mse_sum_features(pred, target):
 def _broadcast_detect(out, args, kwargs) -> bool:
     pred, target = args
     bad = (pred - target) ** 2
-    if bad.dim() < 2 or bad.shape[0] != bad.shape[1] or not isinstance(out, torch.Tensor):
+    if bad.dim() < 2 or bad.shape[0] != bad.shape[1] or not isinstance(out, torch.Tensor) or out.dim() == 0:
         return False
     if out.dim() == 2 and out.shape == bad.shape:
         return True  # the (N, N) table itself, whatever its values
-    return any(_close(out, candidate) for candidate in (bad.mean(dim=0), bad.mean(dim=1), bad.mean()))
+    return any(_close(out, candidate) for candidate in (bad.mean(dim=0), bad.mean(dim=1)))
+
+
+def _sq_err(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    n = pred.shape[0]
+    return (pred.reshape(n, -1) - target.reshape(n, -1)) ** 2
+
+
+def _mse_squeeze(pred, target):
+    pred, target = pred.squeeze(), target.squeeze()   # a batch of one loses its batch dim too
+    if pred.dim() <= 1:
+        return (pred - target) ** 2
+    return ((pred - target) ** 2).mean(dim=1)
+
+
+def _mse_batch_mean(pred, target):
+    return _sq_err(pred, target).mean(dim=0)
+
+
+def _mse_keepdim(pred, target):
+    return _sq_err(pred, target).mean(dim=1, keepdim=True)
+
+
+def _mse_inplace(pred, target):
+    n = pred.shape[0]
+    diff = pred.reshape(n, -1)          # a view of the caller's pred
+    diff.sub_(target.reshape(n, -1))    # ... overwritten in place
+    return (diff ** 2).mean(dim=1)
+
+
+def _mse_value_is(wrong: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]):
+    def detect(out, args, kwargs) -> bool:
+        ref = per_sample_mse_reference(*args)
+        return _close(out, wrong(*args)) and not _close(out, ref)
+    return detect
 
 
 def _mse_cases():
+    def pair(p: torch.Tensor, t: torch.Tensor):
+        return lambda: ((_remember(p.clone()), _remember(t.clone())), {})
     return [
-        lambda: ((_randn(1, 6, 1), _randn(2, 6)), {}),      # model output (N,1), dataset targets (N,)
-        lambda: ((_randn(3, 5), _randn(4, 5, 1)), {}),
-        lambda: ((_randn(5, 4, 3), _randn(6, 4, 3)), {}),  # 3 outputs per sample: average them
-        lambda: ((_randn(7, 7), _randn(8, 7)), {}),
+        pair(_randn(1, 6, 1), _randn(2, 6)),          # model output (N,1), dataset targets (N,)
+        pair(_randn(3, 5), _randn(4, 5, 1)),
+        pair(_randn(5, 4, 3), _randn(6, 4, 3)),       # 3 outputs per sample: average them
+        pair(_randn(7, 7), _randn(8, 7)),
+        pair(_randn(9, 1, 1), _randn(10, 1)),         # a batch of one
+        pair(_randn(11, 1, 4).double(), _randn(12, 1, 4).double()),   # a batch of one, float64
+        pair(_randn(13, 5).double(), _randn(14, 5, 1).double()),      # float64 stays float64
     ]
+
+
+def _inputs_changed_problem(args) -> str | None:
+    for name, value in zip(("pred", "target", "x", "a", "b"), args):
+        if _input_changed(value):
+            return (f"your function changed its input `{name}` in place (an op ending in `_`, `-=`, or "
+                    f"writing through a view); expected the inputs unchanged")
+    return None
 
 
 def _mse_verify(out, ref, args, kwargs):
     n = args[0].shape[0]
-    return (_shape_problem(out, (n,), "one loss value per sample")
+    return (_inputs_changed_problem(args)
+            or _shape_problem(out, (n,), f"one loss value per sample for inputs of shapes "
+                                         f"{tuple(args[0].shape)} and {tuple(args[1].shape)}")
             or compare_tensors(out, ref, name="per-sample loss"))
 
 
 register(Exercise(
     "02.per_sample_mse",
-    "per_sample_mse(pred, target) returns the mean squared error of each sample, shape (N,). "
-    "Either pred and target both have shape (N, D), or each of them has shape (N,) or (N, 1): "
-    "a 1-D tensor is one value per sample, so (N,) and (N, 1) describe the same numbers.",
+    "per_sample_mse(pred, target) returns the mean squared error of each sample, shape (N,), in the "
+    "inputs' dtype, without changing the inputs. Either pred and target both have shape (N, D), or each "
+    "of them has shape (N,) or (N, 1): a 1-D tensor is one value per sample, so (N,) and (N, 1) describe "
+    "the same numbers. N may be 1.",
     per_sample_mse_reference,
     _mse_cases(),
     _mse_verify,
@@ -110,12 +165,34 @@ register(Exercise(
                 "a plain .mean() averages over the batch too and returns one number; average only "
                 "over the feature dim: .mean(dim=1) on (N, D) tensors.",
                 _mse_everything,
-                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() == 0),
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() == 0 and a[0].shape[0] > 1),
         Mistake("sums the features instead of averaging them",
                 "mean squared error divides by the number of features D: use .mean(dim=1), not .sum(dim=1).",
-                _mse_sum_features,
-                detect=lambda out, a, k: _close(out, _mse_sum_features(*a)) and not _close(
-                    out, per_sample_mse_reference(*a))),
+                _mse_sum_features, detect=_mse_value_is(_mse_sum_features)),
+        Mistake("modifies an input in place",
+                "sub_() (or -=) on pred, or on a view of it such as pred.reshape(n, -1), overwrites the "
+                "caller's predictions; compute a new tensor: (pred - target) ** 2.",
+                _mse_inplace, detect=lambda out, a, k: any(_input_changed(t) for t in a)),
+        Mistake("squeeze() breaks a batch of one",
+                "squeeze() without a dim removes EVERY size-1 dim: for N = 1 the batch dim goes too, and "
+                "the result is no longer one value per sample. Use reshape(N, -1) (or squeeze(1)/unsqueeze(1)).",
+                _mse_squeeze, error_match="Dimension out of range",
+                detect=lambda out, a, k: a[0].shape[0] == 1 and isinstance(out, torch.Tensor)
+                and tuple(out.shape) != (1,)),
+        Mistake("averages over the batch (dim=0) instead of the features",
+                "dim 0 is the batch: .mean(dim=0) gives one value per feature. Average over the features "
+                "of each sample: .mean(dim=1).",
+                _mse_batch_mean, detect=lambda out, a, k: a[0].shape[0] > 1 and _close(out, _mse_batch_mean(*a))),
+        Mistake("keepdim=True leaves shape (N, 1)",
+                "the task asks for shape (N,): drop keepdim=True (or .squeeze(1) the result).",
+                _mse_keepdim, detect=lambda out, a, k: isinstance(out, torch.Tensor)
+                and tuple(out.shape) == (a[0].shape[0], 1)),
+        Mistake("a root or absolute value instead of the squared error",
+                "the task asks for the mean of the SQUARED differences, ((pred - target) ** 2).mean(dim=1): "
+                "no .sqrt() at the end (RMSE) and no .abs() (MAE).",
+                lambda p, t: _sq_err(p, t).mean(dim=1).sqrt(),
+                detect=lambda out, a, k: not _close(out, per_sample_mse_reference(*a)) and (
+                    _close(out, _sq_err(*a).mean(dim=1).sqrt()) or _close(out, _sq_err(*a).sqrt().mean(dim=1)))),
     ],
 ))
 
@@ -143,11 +220,21 @@ def _center_inplace(x):
     return x
 
 
+def _center_standardise(x):
+    return (x - x.mean(dim=0)) / x.std(dim=0)
+
+
+def _center_means_as_rows(x):
+    return x - x.mean(dim=0).unsqueeze(1)   # (D, 1): lined up with the rows
+
+
 def _center_cases():
     # A square input first: there the no-keepdim bug runs silently instead of raising.
     return [lambda: ((_remember(_randn(10, 4, 4) * 2 + 1),), {}),
             lambda: ((_remember(_randn(11, 6, 3) + torch.arange(3.0) * 5),), {}),
-            lambda: ((_remember(_randn(12, 2, 5) - 3),), {})]
+            lambda: ((_remember(_randn(12, 2, 5) - 3),), {}),
+            lambda: ((_remember((_randn(13, 5, 2) * 3).double()),), {}),        # float64 stays float64
+            lambda: ((_remember(_randn(14, 3, 4).t() + 2),), {})]              # non-contiguous (4, 3)
 
 
 def _center_verify(out, ref, args, kwargs):
@@ -164,7 +251,7 @@ def _center_verify(out, ref, args, kwargs):
 register(Exercise(
     "02.center_columns",
     "center_columns(x) returns x (shape (N, D): N samples, D features) minus the mean of each "
-    "column, so every column (feature) of the result has mean 0. Do not change x.",
+    "column, so every column (feature) of the result has mean 0, in x's dtype. Do not change x.",
     center_columns_reference,
     _center_cases(),
     _center_verify,
@@ -188,6 +275,15 @@ register(Exercise(
                 _center_rows_no_keepdim, error_match="must match the size of tensor",
                 detect=lambda out, a, k: a[0].shape[0] == a[0].shape[1]
                 and _close(out, a[0] - a[0].mean(dim=1))),
+        Mistake("divides by the std (standardises instead of centring)",
+                "centring only subtracts the column means; dividing by the std as well is "
+                "standardisation, a different task: return x - x.mean(dim=0, keepdim=True).",
+                _center_standardise, detect=lambda out, a, k: _close(out, _center_standardise(a[0]))),
+        Mistake("column means lined up with the rows (unsqueeze(1))",
+                "x.mean(dim=0) has shape (D,), one mean per column; .unsqueeze(1) makes it (D, 1), which "
+                "lines up with the ROWS of x. Keep it (1, D): x.mean(dim=0, keepdim=True).",
+                _center_means_as_rows, error_match="must match the size of tensor",
+                detect=lambda out, a, k: a[0].shape[0] == a[0].shape[1] and _close(out, _center_means_as_rows(a[0]))),
     ],
 ))
 
@@ -212,14 +308,34 @@ def _pairs_transposed(a, b):
 
 
 def _pairs_sqrt(a, b):
-    return torch.cdist(a, b)
+    return pairwise_sq_dists_reference(a, b).sqrt()
+
+
+def _forbidden_in_source(func: Callable) -> str | None:
+    """The task says "no Python loops, no torch.cdist": read the candidate's source (a notebook cell's
+    source is available to inspect) and name what it uses. No source available: nothing to say."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    loops = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "cdist":
+            return ("your function uses torch.cdist; the task is to build the table with broadcasting "
+                    "yourself: a[:, None, :] - b[None, :, :] has shape (N, M, D)")
+        if isinstance(node, loops):
+            kind = "a Python loop" if isinstance(node, (ast.For, ast.While)) else "a comprehension (a loop)"
+            return (f"your function uses {kind} (line `{ast.unparse(node).splitlines()[0][:60]}`); the task "
+                    f"is one broadcast expression with no loop: a[:, None, :] - b[None, :, :] has shape (N, M, D)")
+    return None
 
 
 def _pairs_cases():
     return [lambda: ((_randn(20, 3, 2), _randn(21, 4, 2)), {}),
             lambda: ((_randn(22, 5, 3), _randn(23, 5, 3)), {}),   # N == M: row-by-row runs silently
             lambda: ((_randn(24, 1, 4), _randn(25, 6, 4)), {}),
-            lambda: ((_randn(26, 4, 1), _randn(27, 2, 1)), {})]
+            lambda: ((_randn(26, 4, 1), _randn(27, 2, 1)), {}),
+            lambda: ((_randn(28, 3, 3).double(), _randn(29, 2, 3).double()), {})]   # float64 stays float64
 
 
 def _pairs_verify(out, ref, args, kwargs):
@@ -231,8 +347,8 @@ def _pairs_verify(out, ref, args, kwargs):
 register(Exercise(
     "02.pairwise_sq_dists",
     "pairwise_sq_dists(a, b) takes a (N, D) and b (M, D) and returns the (N, M) table whose "
-    "entry [i, j] is the squared Euclidean distance between a[i] and b[j]. Use broadcasting "
-    "(no Python loops, no torch.cdist).",
+    "entry [i, j] is the squared Euclidean distance between a[i] and b[j], in the inputs' dtype. "
+    "Use broadcasting (no Python loops, no torch.cdist).",
     pairwise_sq_dists_reference,
     _pairs_cases(),
     _pairs_verify,
@@ -250,7 +366,8 @@ register(Exercise(
                 _pairs_transposed,
                 detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).T)),
         Mistake("distances instead of squared distances",
-                "torch.cdist (or a final .sqrt()) returns distances; the task asks for their squares.",
+                "a final .sqrt() (or torch.cdist) gives distances; the task asks for their squares.",
                 _pairs_sqrt, detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).sqrt())),
     ],
+    inspect=_forbidden_in_source,
 ))

@@ -78,6 +78,59 @@ def _acc_zero_inside(model, loss_fn, x, y, micro_batches):
     return [p.grad.clone() for p in model.parameters()]
 
 
+def _acc_grad_zero_(model, loss_fn, x, y, micro_batches):
+    for p in model.parameters():
+        p.grad.zero_()          # fails when .grad is None, zero_grad()'s default state
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        (loss_fn(model(xb), yb) / micro_batches).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _acc_split(model, loss_fn, x, y, micro_batches):
+    model.zero_grad()
+    for xb, yb in zip(x.split(micro_batches), y.split(micro_batches)):   # chunks of SIZE micro_batches
+        (loss_fn(model(xb), yb) / micro_batches).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _acc_whole_batch(model, loss_fn, x, y, micro_batches):
+    model.zero_grad()
+    loss_fn(model(x), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def _acc_zero_after(model, loss_fn, x, y, micro_batches):
+    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+        (loss_fn(model(xb), yb) / micro_batches).backward()
+    model.zero_grad()
+    return [p.grad for p in model.parameters()]
+
+
+def _acc_no_grad(model, loss_fn, x, y, micro_batches):
+    model.zero_grad()
+    with torch.no_grad():
+        for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+            (loss_fn(model(xb), yb) / micro_batches).backward()
+    return [p.grad for p in model.parameters()]
+
+
+class _Recorded(nn.Sequential):
+    """An nn.Sequential that remembers the batch size of every forward call (to see the micro-batches)."""
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self.batch_sizes: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.batch_sizes.append(int(x.shape[0]))
+        return super().forward(x)
+
+
+def _quiet(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """model(x) for the checker's own computations: not recorded as one of the candidate's calls."""
+    return nn.Sequential.forward(model, x) if isinstance(model, _Recorded) else model(x)
+
+
 def _stale_input(x: torch.Tensor) -> torch.Tensor:
     """The 'previous batch' whose gradients the cases leave in .grad."""
     return x + 1.0
@@ -89,24 +142,30 @@ def _grads(model: nn.Module, loss: torch.Tensor) -> list[torch.Tensor]:
 
 def _full(args) -> list[torch.Tensor]:
     model, loss_fn, x, y, _ = args
-    return _grads(model, loss_fn(model(x), y))
+    return _grads(model, loss_fn(_quiet(model, x), y))
 
 
 def _stale(args) -> list[torch.Tensor]:
     model, loss_fn, x, y, _ = args
-    return _grads(model, loss_fn(model(_stale_input(x)), y))
+    return _grads(model, loss_fn(_quiet(model, _stale_input(x)), y))
 
 
 def _last_chunk(args) -> list[torch.Tensor]:
     model, loss_fn, x, y, k = args
-    return _grads(model, loss_fn(model(x.chunk(k)[-1]), y.chunk(k)[-1]))
+    return _grads(model, loss_fn(_quiet(model, x.chunk(k)[-1]), y.chunk(k)[-1]))
 
 
-def _acc_case(seed: int, n: int, k: int, classify: bool):
+def _split_grads(args) -> list[torch.Tensor]:
+    model, loss_fn, x, y, k = args
+    total = sum(loss_fn(_quiet(model, xb), yb) / k for xb, yb in zip(x.split(k), y.split(k)))
+    return _grads(model, total)
+
+
+def _acc_case(seed: int, n: int, k: int, classify: bool, grads_none: bool = False):
     def make():
         with torch.random.fork_rng():          # model init uses the global generator: isolate it
             torch.manual_seed(seed)
-            model = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 4 if classify else 2))
+            model = _Recorded(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 4 if classify else 2))
         x = torch.randn(n, 3, generator=_gen(seed + 1))
         if classify:
             y = torch.randint(0, 4, (n,), generator=_gen(seed + 2))
@@ -115,22 +174,51 @@ def _acc_case(seed: int, n: int, k: int, classify: bool):
             y = torch.randn(n, 2, generator=_gen(seed + 2))
             loss_fn = nn.MSELoss()
         loss_fn(model(_stale_input(x)), y).backward()   # stale .grad from a previous step
+        if grads_none:
+            model.zero_grad()                             # set_to_none=True: every .grad is None
+        model.batch_sizes.clear()
         return (model, loss_fn, x, y, k), {}
     return make
 
 
+def _ratio(out: list, ref: list) -> float | None:
+    """c when every returned gradient is c times the expected one (c != 1), else None."""
+    try:
+        o = torch.cat([t.detach().reshape(-1) for t in out])
+        r = torch.cat([t.detach().reshape(-1) for t in ref])
+    except (TypeError, RuntimeError, AttributeError):
+        return None
+    if o.shape != r.shape or r.abs().max() == 0:
+        return None
+    c = float((o @ r) / (r @ r))
+    if abs(c - 1) > 1e-3 and torch.allclose(o, c * r, atol=1e-6, rtol=1e-4):
+        return c
+    return None
+
+
 def _acc_verify(out, ref, args, kwargs):
-    names = [name for name, _ in args[0].named_parameters()]
+    model, _, x, _, k = args
+    names = [name for name, _ in model.named_parameters()]
     if not isinstance(out, (list, tuple)):
         return f"expected a list with one gradient tensor per parameter ({len(names)}), found {describe(out)}"
     if len(out) != len(names):
         return f"expected {len(names)} gradients (one per parameter, in model.parameters() order), found {len(out)}"
     for name, o, r in zip(names, out, ref):
         if o is None:
-            return f"the gradient of {name} is None: did backward() run on every micro-batch?"
+            return (f"the gradient of {name} is None: backward() must run on every micro-batch, and "
+                    f"nothing may clear .grad after the last one")
+    for name, o, r in zip(names, out, ref):
         problem = compare_tensors(o, r, atol=1e-5, name=f"gradient of {name}")
         if problem:
+            c = _ratio(out, ref)
+            if c is not None:
+                return (f"your gradients are {c:.3g} times the full-batch gradient (each of the {k} "
+                        f"micro-batch losses must count 1/{k})")
             return problem + " (compared with the full-batch gradient)"
+    sizes = [len(c) for c in x.chunk(k)]
+    if k > 1 and sorted(model.batch_sizes) != sorted(sizes):
+        return (f"the model saw batches of sizes {model.batch_sizes}; the task is one forward and backward "
+                f"per micro-batch, sizes {sizes} (x.chunk({k}))")
     return None
 
 
@@ -139,9 +227,11 @@ register(Exercise(
     "accumulated_grads(model, loss_fn, x, y, micro_batches) splits x and y into `micro_batches` "
     "equal chunks, runs forward + backward on each, and returns [p.grad for p in model.parameters()], "
     "which must equal the gradient of loss_fn(model(x), y) on the whole batch (loss_fn averages "
-    "over its batch). The model's .grad may hold stale values from an earlier step when you are called.",
+    "over its batch). The model's .grad may hold stale values from an earlier step, or be None "
+    "(after zero_grad()), when you are called.",
     accumulated_grads_reference,
-    [_acc_case(0, 8, 4, False), _acc_case(1, 12, 3, True), _acc_case(2, 6, 2, False), _acc_case(3, 4, 1, True)],
+    [_acc_case(0, 8, 4, False), _acc_case(1, 12, 3, True), _acc_case(2, 6, 2, False), _acc_case(3, 4, 1, True),
+     _acc_case(4, 6, 3, True, grads_none=True)],
     _acc_verify,
     [
         Mistake("no division by the number of micro-batches",
@@ -161,6 +251,25 @@ register(Exercise(
                 _acc_zero_inside,
                 detect=lambda out, a, k: a[4] > 1 and (
                     _all_close(out, [g / a[4] for g in _last_chunk(a)]) or _all_close(out, _last_chunk(a)))),
+        Mistake("p.grad.zero_() when .grad is None",
+                "after zero_grad() (set_to_none=True, the default) every .grad is None, and None has no "
+                "zero_(). Call model.zero_grad() once before the loop (or skip parameters whose .grad is None).",
+                _acc_grad_zero_, error_match="'NoneType' object has no attribute"),
+        Mistake("x.split(micro_batches) makes chunks of that SIZE",
+                "x.split(n) cuts pieces of n rows each; x.chunk(n) cuts n pieces. Use x.chunk(micro_batches).",
+                _acc_split, detect=lambda out, a, k: len(a[2]) // a[4] != a[4] and _all_close(out, _split_grads(a))),
+        Mistake("the whole batch in one forward pass",
+                "the task is gradient accumulation: one forward and backward per micro-batch, "
+                "for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)).",
+                _acc_whole_batch, detect=lambda out, a, k: a[4] > 1 and len(a[2]) in a[0].batch_sizes),
+        Mistake("zero_grad() after the loop",
+                "zero_grad() clears what the loop accumulated; call it once before the loop, not after.",
+                _acc_zero_after, detect=lambda out, a, k: isinstance(out, (list, tuple)) and len(out) > 0 and all(
+                    g is None or (isinstance(g, torch.Tensor) and not g.any()) for g in out)),
+        Mistake("backward inside torch.no_grad()",
+                "no_grad() records no graph, so backward() has nothing to go through: run the forward "
+                "passes with autograd on.",
+                _acc_no_grad, error_match="does not require grad"),
     ],
 ))
 
@@ -191,9 +300,10 @@ def _at_flip_flag(f, x):
     return grad
 
 
-def _at_case(seed: int, shape: tuple[int, ...], text: str, fn, requires_grad: bool, stale: bool):
+def _at_case(seed: int, shape: tuple[int, ...], text: str, fn, requires_grad: bool, stale: bool,
+             dtype: torch.dtype = torch.float32):
     def make():
-        x = torch.randn(*shape, generator=_gen(seed))
+        x = torch.randn(*shape, generator=_gen(seed), dtype=dtype)
         if requires_grad:
             x.requires_grad_(True)
         if stale:
@@ -204,9 +314,14 @@ def _at_case(seed: int, shape: tuple[int, ...], text: str, fn, requires_grad: bo
 
 def _grad_changed(out, args, kwargs) -> bool:
     f, x = args
-    if x.grad is None:
-        return False
-    return f.grad_before is None or not torch.equal(x.grad, f.grad_before)
+    if x.grad is None or f.grad_before is None:
+        return (x.grad is None) != (f.grad_before is None)
+    return not torch.equal(x.grad, f.grad_before)
+
+
+def _at_tuple(f, x):
+    leaf = x.detach().clone().requires_grad_(True)
+    return torch.autograd.grad(f(leaf), leaf)   # a tuple with one tensor
 
 
 def _at_verify(out, ref, args, kwargs):
@@ -226,11 +341,13 @@ register(Exercise(
     "03.gradient_at",
     "gradient_at(f, x) returns df/dx at x (same shape as x) for a function f that returns a scalar. "
     "x may or may not require grad and may already have a .grad: leave x exactly as it was "
-    "(same requires_grad, same .grad).",
+    "(same requires_grad, same .grad). The gradient has x's dtype.",
     gradient_at_reference,
     [_at_case(30, (4,), "f(x) = (x.sin() * x).sum()", lambda x: (x.sin() * x).sum(), False, False),
      _at_case(31, (3,), "f(x) = (x ** 3).sum()", lambda x: (x ** 3).sum(), True, True),
-     _at_case(32, (2, 2), "f(x) = x.exp().mean()", lambda x: x.exp().mean(), True, False)],
+     _at_case(32, (2, 2), "f(x) = x.exp().mean()", lambda x: x.exp().mean(), True, False),
+     _at_case(33, (3,), "f(x) = (x.cos() ** 2).sum(), x float64", lambda x: (x.cos() ** 2).sum(), False, False,
+              torch.float64)],
     _at_verify,
     [
         Mistake("backward() on the caller's x (leaves .grad behind, adds to stale .grad)",
@@ -245,6 +362,10 @@ register(Exercise(
         Mistake("turns on requires_grad on the caller's x",
                 "x.requires_grad_(True) changes the caller's tensor; do it on a detached clone instead.",
                 _at_flip_flag, detect=lambda out, a, k: a[1].requires_grad != a[0].requires_grad_before),
+        Mistake("returns the tuple from torch.autograd.grad",
+                "torch.autograd.grad returns a tuple with one gradient per input; unpack it: "
+                "(grad,) = torch.autograd.grad(f(leaf), leaf), or take [0].",
+                _at_tuple, detect=lambda out, a, k: isinstance(out, tuple) and len(out) == 1),
     ],
 ))
 
@@ -287,6 +408,33 @@ def _fd_inplace(f, x, eps=1e-6):
     return grad
 
 
+def _fd_half_step(f, x, eps=1e-6):
+    return 2 * finite_difference_grad_reference(f, x, eps)     # divides by eps, not 2 * eps
+
+
+def _fd_fixed_eps(f, x, eps=1e-6):
+    return finite_difference_grad_reference(f, x, 1e-6)       # the eps argument is ignored
+
+
+def _fd_exact(f, x, eps=1e-6):
+    leaf = x.detach().clone().requires_grad_(True)
+    return torch.autograd.grad(f(leaf), leaf)[0]
+
+
+def _fd_row_index(f, x, eps=1e-6):
+    grad = torch.zeros_like(x)
+    for i in range(x.numel()):
+        step = torch.zeros_like(x)
+        step[i] = eps                                          # x[i] is a ROW when x is 2-D
+        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def _fd_close(out, expected, atol=1e-8, rtol=1e-6) -> bool:
+    return (isinstance(out, torch.Tensor) and out.shape == expected.shape
+            and torch.allclose(out.detach().double(), expected.double(), rtol=rtol, atol=atol))
+
+
 def _fd_float32(f, x, eps=1e-6):
     return finite_difference_grad_reference(f, x.float(), eps)
 
@@ -316,7 +464,9 @@ register(Exercise(
     finite_difference_grad_reference,
     [_fd_case(40, (3,), 1e-4, "f(x) = (x.sin() * x.exp()).sum()", lambda x: (x.sin() * x.exp()).sum()),
      _fd_case(41, (2, 3), 1e-5, "f(x) = (x ** 3).sum() + x.prod()", lambda x: (x ** 3).sum() + x.prod()),
-     _fd_case(42, (4,), 1e-6, "f(x) = torch.logsumexp(x, 0)", lambda x: torch.logsumexp(x, 0))],
+     _fd_case(42, (4,), 1e-6, "f(x) = torch.logsumexp(x, 0)", lambda x: torch.logsumexp(x, 0)),
+     # a large eps: the estimate differs visibly from the exact gradient, so eps must really be used
+     _fd_case(43, (2, 2), 0.3, "f(x) = (x.sin() * x.exp()).sum()", lambda x: (x.sin() * x.exp()).sum())],
     _fd_verify,
     [
         Mistake("changes x in place",
@@ -339,5 +489,21 @@ register(Exercise(
                 _fd_all_at_once,
                 detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.numel() > 1
                 and bool((out == out.reshape(-1)[0]).all())),
+        Mistake("divides by eps instead of 2 * eps",
+                "the two evaluation points x + eps*e_i and x - eps*e_i are 2*eps apart: divide by (2 * eps).",
+                _fd_half_step, detect=lambda out, a, k: _fd_close(out, _fd_half_step(a[0], a[1], k["eps"]))),
+        Mistake("eps argument ignored",
+                "use the eps you are given (the checker passes different values), not a constant of your own.",
+                _fd_fixed_eps, detect=lambda out, a, k: k["eps"] != 1e-6
+                and _fd_close(out, _fd_fixed_eps(a[0], a[1], k["eps"]))
+                and not _fd_close(out, _fd_exact(a[0], a[1]), atol=1e-13, rtol=1e-12)),
+        Mistake("exact gradient (autograd) instead of the central-difference estimate",
+                "the task is the numerical estimate (f(x + eps*e_i) - f(x - eps*e_i)) / (2*eps) with the given "
+                "eps, which differs from the exact gradient when eps is large; autograd is what it checks.",
+                _fd_exact, detect=lambda out, a, k: _fd_close(out, _fd_exact(a[0], a[1]), atol=1e-13, rtol=1e-12)),
+        Mistake("x[i] is a row, not element i",
+                "for a 2-D x, x[i] indexes a whole row (and runs out of rows before numel()); address "
+                "element i of the flattened tensor: step.view(-1)[i] = eps and grad.view(-1)[i] = ...",
+                _fd_row_index, error_match="out of bounds"),
     ],
 ))

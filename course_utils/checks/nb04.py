@@ -9,6 +9,7 @@ at the candidate's output on the same case (a wrong formula's count, a weight st
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Callable
 
 import torch
@@ -73,10 +74,35 @@ def _hidden_list(module: Any) -> bool:
         holds_module(v) for k, v in vars(module).items() if not k.startswith("_"))
 
 
+def _mlp_list_to_sequential(sizes):
+    layers = [m for a, b in zip(sizes[:-1], sizes[1:]) for m in (nn.ReLU(), nn.Linear(a, b))][1:]
+    return nn.Sequential(layers)   # a list instead of the layers themselves
+
+
+def _mlp_sigmoid(sizes):
+    layers = [m for a, b in zip(sizes[:-1], sizes[1:]) for m in (nn.Sigmoid(), nn.Linear(a, b))][1:]
+    return nn.Sequential(*layers)
+
+
+def _mlp_relu_first(sizes):
+    return nn.Sequential(*[m for a, b in zip(sizes[:-1], sizes[1:]) for m in (nn.ReLU(), nn.Linear(a, b))])
+
+
+def _mlp_no_bias(sizes):
+    layers = [m for a, b in zip(sizes[:-1], sizes[1:]) for m in (nn.ReLU(), nn.Linear(a, b, bias=False))][1:]
+    return nn.Sequential(*layers)
+
+
+_ACTIVATIONS = (nn.Sigmoid, nn.Tanh, nn.GELU, nn.LeakyReLU, nn.ELU, nn.SiLU, nn.Softplus, nn.ReLU6)
+
+
 def _mlp_verify(out, ref, args, kwargs):
     (sizes,) = args
     if not isinstance(out, nn.Module):
         return f"expected an nn.Module, found {describe(out)}"
+    other = sorted({type(m).__name__ for m in out.modules() if isinstance(m, _ACTIVATIONS)})
+    if other:
+        return f"found {', '.join(other)} in the model; the task asks for nn.ReLU() between the Linear layers"
     linears = [m for m in out.modules() if isinstance(m, nn.Linear)]
     wanted = list(zip(sizes[:-1], sizes[1:]))
     if len(linears) < len(wanted):
@@ -84,6 +110,8 @@ def _mlp_verify(out, ref, args, kwargs):
                 f"{len(linears)} (model.parameters() holds {len(list(out.parameters()))} tensors)")
     if [(m.in_features, m.out_features) for m in linears] != wanted:
         return f"expected Linear layers (in, out) = {wanted}, found {[(m.in_features, m.out_features) for m in linears]}"
+    if any(m.bias is None for m in linears):
+        return "expected nn.Linear(sizes[i], sizes[i+1]) layers, which have a bias; found Linear layers with bias=False"
     x = torch.randn(5, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))
     with torch.no_grad():
         got, expected = out(x), _chain(linears, x, True, False)
@@ -93,6 +121,8 @@ def _mlp_verify(out, ref, args, kwargs):
                 return "the output is never negative: a ReLU follows the last Linear layer"
             if torch.allclose(got, _chain(linears, x, False, False), atol=1e-6):
                 return "the output is an affine function of the input: no ReLU between the Linear layers"
+            if torch.allclose(got, _chain(linears, torch.relu(x), True, False), atol=1e-6):
+                return "the output ignores negative inputs: a ReLU comes before the first Linear layer"
     return problem
 
 
@@ -115,6 +145,23 @@ register(Exercise(
                 "stacked Linear layers without a nonlinearity collapse into one affine map: "
                 "put nn.ReLU() between them.",
                 lambda sizes: _linears_then(sizes, None)),
+        Mistake("a list passed to nn.Sequential",
+                "nn.Sequential takes the layers as separate arguments: nn.Sequential(*layers), "
+                "with the star.",
+                _mlp_list_to_sequential, error_match="is not a Module subclass"),
+        Mistake("another activation instead of ReLU",
+                "the task asks for nn.ReLU() between the layers (Sigmoid, Tanh, ... are other functions).",
+                _mlp_sigmoid, detect=lambda out, a, k: isinstance(out, nn.Module)
+                and any(isinstance(m, _ACTIVATIONS) for m in out.modules())),
+        Mistake("ReLU before the first layer",
+                "the first Linear layer sees the raw input: put a ReLU only BETWEEN two Linear layers "
+                "(for i > 0, before layer i).",
+                _mlp_relu_first, detect=lambda out, a, k: isinstance(out, nn.Sequential) and len(out) > 0
+                and isinstance(out[0], nn.ReLU)),
+        Mistake("Linear layers without bias",
+                "nn.Linear(sizes[i], sizes[i+1]) has a bias by default; do not pass bias=False.",
+                _mlp_no_bias, detect=lambda out, a, k: isinstance(out, nn.Module) and any(
+                    isinstance(m, nn.Linear) and m.bias is None for m in out.modules())),
     ],
 ))
 
@@ -132,6 +179,10 @@ _WRONG_COUNTS: dict[str, Callable[[nn.Module], int]] = {
                                if p.requires_grad),
     "state_dict": lambda model: sum(t.numel() for t in model.state_dict().values()),
     "tensors": lambda model: len([p for p in model.parameters() if p.requires_grad]),
+    "rows": lambda model: sum(len(p) for p in model.parameters() if p.requires_grad),
+    "grad": lambda model: sum(p.numel() for p in model.parameters() if p.grad is not None),
+    "buffers": lambda model: sum(p.numel() for p in model.parameters() if p.requires_grad)
+    + sum(b.numel() for b in model.buffers()),
 }
 
 
@@ -157,9 +208,9 @@ def _frozen_backbone() -> nn.Module:
 
 
 def _count_verify(out, ref, args, kwargs):
-    if isinstance(out, bool) or not isinstance(out, int):
+    if isinstance(out, bool) or not isinstance(out, numbers.Integral):   # int, or a NumPy integer
         return f"expected a Python int (a number of scalars), found {describe(out)}"
-    return None if out == ref else f"expected {ref} trainable scalars, found {out}"
+    return None if int(out) == ref else f"expected {ref} trainable scalars, found {out}"
 
 
 def _count_mistake(key: str, name: str, hint: str) -> Mistake:
@@ -190,6 +241,14 @@ register(Exercise(
                        "weight under every name; iterate over model.parameters() instead."),
         _count_mistake("tensors", "counts tensors instead of scalars",
                        "len(list(model.parameters())) is the number of tensors; sum p.numel() instead."),
+        _count_mistake("rows", "len(p) counts rows, not scalars",
+                       "len(p) is the size of a parameter's FIRST dim; p.numel() is its number of scalars."),
+        _count_mistake("grad", "tests p.grad instead of p.requires_grad",
+                       "p.grad is None until a backward pass has run, whether or not p is trainable; "
+                       "test p.requires_grad."),
+        _count_mistake("buffers", "counts buffers",
+                       "buffers (BatchNorm's running mean and variance) are state, not trained: "
+                       "count model.parameters() only."),
     ],
 ))
 
@@ -197,12 +256,11 @@ register(Exercise(
 # --- 04.kaiming_init ------------------------------------------------------------------------------
 # Kaiming-normal Linear weights, zero biases, other modules untouched.
 
-def kaiming_init_reference(module: nn.Module) -> nn.Module:
+def kaiming_init_reference(module: nn.Module) -> None:
     if isinstance(module, nn.Linear):
         nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
         if module.bias is not None:
             nn.init.zeros_(module.bias)
-    return module
 
 
 def _wrong_init(weight_init: Callable[[torch.Tensor], Any] | None, zero_bias: bool = True,
@@ -230,6 +288,17 @@ def _weight_std_is(std: Callable[[int, int], float]):
     return detect
 
 
+def _tail_ratio(w: torch.Tensor) -> float:
+    """max |w| / std: about 1.73 for a uniform distribution, above 4 for 100k normal draws."""
+    w = w.detach().double()
+    return float(w.abs().max() / w.std())
+
+
+def _looks_uniform(out, args, kwargs) -> bool:
+    m = args[0]
+    return isinstance(m, nn.Linear) and m.weight.numel() >= 10_000 and _tail_ratio(m.weight) < 2.0
+
+
 def _non_linear_changed(out, args, kwargs) -> bool:
     module = args[0]
     if isinstance(module, nn.Linear):
@@ -240,10 +309,12 @@ def _non_linear_changed(out, args, kwargs) -> bool:
 
 def _init_verify(out, ref, args, kwargs):
     module = args[0]
-    if out is not module:
-        return f"expected the same module back (initialise it in place, then `return module`), found {describe(out)}"
+    if out is not None and out is not module:
+        return (f"expected the module to be initialised in place (returning nothing, or the module itself), "
+                f"found {describe(out)} returned")
     if not isinstance(module, nn.Linear):
-        for (key, got), want in zip(module.state_dict().items(), ref.state_dict().values()):
+        fresh = _INIT_BUILDERS[type(module)]()[0][0]
+        for (key, got), want in zip(module.state_dict().items(), fresh.state_dict().values()):
             if not torch.equal(got, want):
                 return f"{type(module).__name__}.{key} was changed; expected every non-Linear layer left exactly as it was"
         return None
@@ -253,6 +324,10 @@ def _init_verify(out, ref, args, kwargs):
         return (f"Linear({fan_in}, {fan_out}).weight has mean {w.mean().item():.4f} and std "
                 f"{w.std().item():.4f}; Kaiming for ReLU expects mean 0 and std sqrt(2/fan_in) = "
                 f"{want:.4f} (Xavier would give {math.sqrt(2 / (fan_in + fan_out)):.4f})")
+    if w.numel() >= 10_000 and _tail_ratio(w) < 2.0:
+        return (f"Linear({fan_in}, {fan_out}).weight has the right std but no value beyond "
+                f"{_tail_ratio(w):.2f} std from 0: that is a uniform distribution; Kaiming NORMAL draws from "
+                f"a normal distribution (values beyond 3 std occur)")
     if module.bias is not None and bool(module.bias.detach().ne(0).any()):
         return (f"Linear({fan_in}, {fan_out}).bias has nonzero entries (max |b| = "
                 f"{module.bias.abs().max().item():.4f}); expected all zeros")
@@ -274,9 +349,9 @@ _INIT_BUILDERS = {
 
 register(Exercise(
     "04.kaiming_init",
-    "kaiming_init(module), used as model.apply(kaiming_init): for an nn.Linear, Kaiming-normal "
-    "weights for ReLU (std sqrt(2/fan_in)) and zero bias (if it has one); any other module "
-    "untouched. End with `return module`.",
+    "kaiming_init(module), used as model.apply(kaiming_init): for an nn.Linear, weights drawn from a "
+    "Kaiming NORMAL distribution for ReLU (mean 0, std sqrt(2/fan_in)) and zero bias (if it has one), "
+    "changed in place; any other module untouched. It need not return anything.",
     kaiming_init_reference,
     [_seeded(lambda: nn.Linear(512, 256), 10), _seeded(lambda: nn.Linear(128, 640), 11),
      _seeded(lambda: nn.Linear(400, 300, bias=False), 12), *_INIT_BUILDERS.values()],
@@ -305,10 +380,20 @@ register(Exercise(
                 "nn.Linear's default is kaiming_uniform_ with a=sqrt(5), std 1/sqrt(3*fan_in): "
                 "re-initialise the weight too.",
                 _wrong_init(None), detect=_weight_std_is(lambda i, o: 1 / math.sqrt(3 * i))),
+        Mistake("uniform instead of normal",
+                "kaiming_uniform_ has the same std but a uniform shape (nothing beyond sqrt(3) std); the "
+                "task asks for the normal version: nn.init.kaiming_normal_(w, nonlinearity='relu').",
+                _wrong_init(lambda w: nn.init.kaiming_uniform_(w, nonlinearity="relu")), detect=_looks_uniform),
+        Mistake("std 2/fan_in (the square root forgotten)",
+                "2/fan_in is the VARIANCE; the std is its square root, math.sqrt(2 / fan_in).",
+                _wrong_init(lambda w: nn.init.normal_(w, 0.0, 2 / w.shape[1])),
+                detect=_weight_std_is(lambda i, o: 2 / i)),
         Mistake("assumes every Linear has a bias",
                 "nn.Linear(..., bias=False) has module.bias = None: check `if module.bias is not None`.",
                 _wrong_init(_kaiming, bias_guard=False), error_match="'NoneType' object has no attribute"),
     ],
+    returns=False,
+    may_modify=("module",),
 ))
 
 
@@ -354,7 +439,23 @@ def _stds_case(build: Callable[[], nn.Module], width: int, seed: int):
     return _seeded(lambda: (build().eval(), torch.randn(32, width)), seed)
 
 
+def _biased(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    """std(unbiased=False) of each leaf's output: the task does not say which std, so both count."""
+    outputs: dict[str, torch.Tensor] = {}
+    handles = [module.register_forward_hook(lambda m, i, o, name=name: outputs.__setitem__(name, o.detach()))
+               for name, module in model.named_modules() if name and not list(module.children())]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {name: o.std(unbiased=False).item() for name, o in outputs.items()}
+
+
 def _stds_verify(out, ref, args, kwargs):
+    biased = _biased(*args)
+    ref = {key: (value, biased.get(key, value)) for key, value in ref.items()}
     if not isinstance(out, dict):
         return f"expected a dict {{layer name: std}}, found {describe(out)}"
     if sorted(out) != sorted(ref):
@@ -362,8 +463,8 @@ def _stds_verify(out, ref, args, kwargs):
     for key, want in ref.items():
         if not isinstance(out[key], float):
             return f"expected a Python float for {key!r}, found {describe(out[key])}"
-        if not math.isclose(out[key], want, rel_tol=1e-4, abs_tol=1e-6):
-            return f"expected std {want:.4f} for the output of {key!r}, found {out[key]:.4f}"
+        if not any(math.isclose(out[key], value, rel_tol=1e-4, abs_tol=1e-6) for value in want):
+            return f"expected std {want[0]:.4f} for the output of {key!r}, found {out[key]:.4f}"
     left = sum(len(m._forward_hooks) for m in args[0].modules())
     return f"the model still has {left} forward hook(s) after your function returned; expected none" if left else None
 

@@ -14,6 +14,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, TensorDataset
 
+from course_utils.data import pad_collate
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
 
 
@@ -44,15 +45,42 @@ def _stats_mean_of_stds(images):
     return images.mean(dim=(0, 2, 3)), images.std(dim=(2, 3)).mean(dim=0)
 
 
+def _stats_reshape(images):
+    flat = images.reshape(images.shape[1], -1)     # mixes images and channels: dim 0 is N, not C
+    return flat.mean(dim=1), flat.std(dim=1)
+
+
+def _stats_swapped(images):
+    return torch.std_mean(images, dim=(0, 2, 3))    # returns (std, mean)
+
+
+def _stats_variance(images):
+    return images.mean(dim=(0, 2, 3)), images.var(dim=(0, 2, 3))
+
+
+def _stats_keepdim(images):
+    return images.mean(dim=(0, 2, 3), keepdim=True), images.std(dim=(0, 2, 3), keepdim=True)
+
+
+def _pair_close(out: Any, wrong: tuple[torch.Tensor, torch.Tensor], which: int | None = None) -> bool:
+    pair = _as_pair(out)
+    if pair is None or not all(isinstance(v, torch.Tensor) for v in pair):
+        return False
+    indices = (0, 1) if which is None else (which,)
+    return all(pair[i].shape == wrong[i].shape and torch.allclose(pair[i].double(), wrong[i].double(), atol=1e-5,
+                                                                   rtol=1e-4) for i in indices)
+
+
 def _stats_cases():
-    def make(seed: int, n: int, c: int, h: int, w: int):
+    def make(seed: int, n: int, c: int, h: int, w: int, dtype: torch.dtype = torch.float32):
         g = _gen(seed)
         channel_mean = torch.linspace(0.2, 0.7, c).view(1, c, 1, 1)
         channel_std = torch.linspace(0.05, 0.3, c).view(1, c, 1, 1)
         brightness = 0.15 * torch.randn(n, 1, 1, 1, generator=g)  # images differ from each other
         images = channel_mean + brightness + channel_std * torch.randn(n, c, h, w, generator=g)
-        return (images,), {}
-    return [lambda: make(0, 6, 3, 8, 5), lambda: make(1, 4, 3, 6, 6), lambda: make(2, 5, 2, 7, 4)]
+        return (images.to(dtype),), {}
+    return [lambda: make(0, 6, 3, 8, 5), lambda: make(1, 4, 3, 6, 6), lambda: make(2, 5, 2, 7, 4),
+            lambda: make(3, 3, 3, 4, 4, torch.float64)]
 
 
 def _as_pair(out: Any) -> tuple[Any, Any] | None:
@@ -73,9 +101,14 @@ def _stats_verify(out, ref, args, kwargs):
         if value.shape != expected.shape:
             return (f"expected {name} of shape ({channels},) (one value per channel) for images of "
                     f"shape {tuple(images.shape)}, found shape {tuple(value.shape)}")
-    # unbiased (torch default) and biased std differ by < 1 % here: both are accepted
-    return (compare_tensors(pair[0], ref[0], atol=1e-5, name="mean")
-            or compare_tensors(pair[1], ref[1], atol=1e-4, rtol=2e-2, name="std"))
+    problem = compare_tensors(pair[0], ref[0], atol=1e-5, name="mean")
+    if problem:
+        return problem
+    # the task does not say which std: the unbiased one (torch's default) and the biased one both count
+    biased = images.std(dim=(0, 2, 3), correction=0)
+    if compare_tensors(pair[1], biased, atol=1e-5, name="std") is None:
+        return None
+    return compare_tensors(pair[1], ref[1], atol=1e-5, name="std")
 
 
 def _is_global(out, args, kwargs) -> bool:
@@ -103,14 +136,29 @@ def _is_mean_of_stds(out, args, kwargs) -> bool:
 register(Exercise(
     "05.normalization_stats",
     "normalization_stats(images) takes a float tensor [N, C, H, W] (the TRAINING split) and "
-    "returns (mean, std), two tensors of shape [C]: one value per channel, computed over all "
-    "images and all pixels.",
+    "returns (mean, std), two tensors of shape [C] in the images' dtype: one value per channel, computed "
+    "over all images and all pixels.",
     normalization_stats_reference,
     _stats_cases(),
     _stats_verify,
     [
+        Mistake("keepdim=True leaves shape [1, C, 1, 1]",
+                "the task asks for shape [C]: drop keepdim=True (Normalize accepts a [C] mean and std).",
+                _stats_keepdim, detect=lambda out, a, k: _pair_close(out, _stats_keepdim(a[0]), 0)),
+        Mistake("mean and std in the wrong order",
+                "torch.std_mean returns (std, mean), in that order; the task returns (mean, std).",
+                _stats_swapped, detect=lambda out, a, k: _pair_close(out, _stats_swapped(a[0]))),
+        Mistake("reshape(C, -1) mixes images and channels",
+                "in memory, dim 0 is the image, not the channel: reshape(C, -1) cuts the tensor into C "
+                "pieces that cross channels. Move the channel first: images.transpose(0, 1).reshape(C, -1), "
+                "or reduce directly with images.mean(dim=(0, 2, 3)).",
+                _stats_reshape, detect=lambda out, a, k: _pair_close(out, _stats_reshape(a[0]), 0)),
+        Mistake("variance instead of std",
+                "var() is the std squared; take .std() (or .var().sqrt()).",
+                _stats_variance, detect=lambda out, a, k: _pair_close(out, _stats_variance(a[0]), 1)
+                or _pair_close(out, (a[0].mean(dim=(0, 2, 3)), a[0].var(dim=(0, 2, 3), correction=0)), 1)),
         Mistake("global instead of per-channel statistics",
-                "images.mean() mixes the channels into one number; reduce over every dim except "
+                "images.mean() mixes the channels into one number, not one value per channel; reduce over every dim except "
                 "the channel: images.mean(dim=(0, 2, 3)) and images.std(dim=(0, 2, 3)).",
                 _stats_global, detect=_is_global),
         Mistake("wrong axes (reduced over the wrong dimensions)",
@@ -250,13 +298,8 @@ register(Exercise(
 # --- 05.pad_collate -------------------------------------------------------------------------------
 # Pad a batch of sequences to its longest, with lengths and labels.
 
-def pad_collate_reference(batch: list[tuple[torch.Tensor, int]]
-                          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    sequences = [seq for seq, _ in batch]
-    padded = pad_sequence(sequences, batch_first=True, padding_value=0)
-    lengths = torch.tensor([len(seq) for seq in sequences])
-    labels = torch.tensor([label for _, label in batch])
-    return padded, lengths, labels
+#: the reference is the course's public helper (the notebook uses it too, without importing a checker)
+pad_collate_reference = pad_collate
 
 
 def _pad_time_major(batch):
@@ -277,13 +320,40 @@ def _pad_fixed(batch):
     return fixed, lengths, labels
 
 
+def _pad_minus_one(batch):
+    padded, lengths, labels = pad_collate_reference(batch)
+    mask = torch.arange(padded.shape[1])[None, :] >= lengths[:, None]
+    return padded.masked_fill(mask, -1), lengths, labels
+
+
+def _pad_stack(batch):
+    return (torch.stack([seq for seq, _ in batch]), torch.tensor([len(s) for s, _ in batch]),
+            torch.tensor([label for _, label in batch]))
+
+
+def _pad_swapped(batch):
+    padded, lengths, labels = pad_collate_reference(batch)
+    return padded, labels, lengths
+
+
+def _pad_left(batch):
+    padded, lengths, labels = pad_collate_reference([(seq.flip(0), y) for seq, y in batch])
+    return padded.flip(1), lengths, labels
+
+
+def _triple_close(out, wrong, index: int) -> bool:
+    return (_triple(out) is None and out[index].shape == wrong[index].shape
+            and bool(torch.equal(out[index].long(), wrong[index].long())))
+
+
 def _pad_cases():
     def make(seed: int, lengths: list[int]):
         g = _gen(seed)
         batch = [(torch.randint(1, 30, (n,), generator=g), int(torch.randint(0, 3, (1,), generator=g)))
                  for n in lengths]
         return (batch,), {}
-    return [lambda: make(0, [5, 2, 7]), lambda: make(1, [3, 9, 1, 4, 6]), lambda: make(2, [4, 4])]
+    return [lambda: make(0, [5, 2, 7]), lambda: make(1, [3, 9, 1, 4, 6]), lambda: make(2, [4, 4]),
+            lambda: make(3, [6])]   # a batch of one
 
 
 def _triple(out) -> str | None:
@@ -349,5 +419,24 @@ register(Exercise(
                 "padding every batch to one global length wastes compute on zeros; pad_sequence "
                 "pads to the longest sequence of the batch.",
                 _pad_fixed, detect=_is_fixed),
+        Mistake("pads with a value other than 0",
+                "token 0 is reserved for padding here: pad_sequence(..., padding_value=0) (the default).",
+                _pad_minus_one, detect=lambda out, a, k: _triple(out) is None and out[0].shape
+                == pad_collate_reference(a[0])[0].shape and not _triple_close(out, _pad_left(a[0]), 0)
+                and not torch.equal(out[0].long(), pad_collate_reference(a[0])[0])
+                and bool(torch.equal(out[0].masked_fill(out[0] != pad_collate_reference(a[0])[0], 0),
+                                     pad_collate_reference(a[0])[0]))),
+        Mistake("stacks sequences of different lengths",
+                "torch.stack needs equal lengths; pad first: pad_sequence(seqs, batch_first=True).",
+                _pad_stack, error_match="stack expects each tensor to be equal size"),
+        Mistake("lengths and labels in the wrong order",
+                "return them in the order (padded, lengths, labels).",
+                _pad_swapped, detect=lambda out, a, k: _triple_close(out, _pad_swapped(a[0]), 1)
+                and _triple_close(out, _pad_swapped(a[0]), 2)),
+        Mistake("pads on the left",
+                "keep each sequence at the start of its row and put the zeros AFTER it (pad_sequence's "
+                "default), so position t is token t of every sequence.",
+                _pad_left, detect=lambda out, a, k: len({len(s) for s, _ in a[0]}) > 1
+                and _triple_close(out, _pad_left(a[0]), 0)),
     ],
 ))

@@ -4,8 +4,10 @@
 The case factories build tiny deterministic models that *record how they are used* (:class:`ProbeNet`):
 whether each forward pass ran in training mode and with gradient tracking, and whether ``backward()``
 added its gradients on top of stale ones. The loss function (:class:`RecordingCrossEntropy`) records
-whether it received probabilities instead of logits. The checkers read those records, so the feedback
-names the mistake even when the numbers happen to look plausible.
+whether it received probabilities instead of logits. The loaders hand out *host* tensors and the
+model returns *device* tensors (:class:`Placed`), so a batch that is never moved to ``device`` is seen
+on the CPU. The checkers read those records, so the feedback names the mistake even when the numbers
+happen to look plausible.
 """
 
 from __future__ import annotations
@@ -29,6 +31,80 @@ def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+# --- device movement, checked on the CPU ---------------------------------------------------------
+# Every case runs on the CPU, where forgetting `.to(device)` changes nothing. So the batches a case
+# hands out are *host* tensors and the model's outputs are *device* tensors (:class:`Placed`): an
+# operation that mixes the two is what raises "Expected all tensors to be on the same device" on a
+# GPU, and here it is recorded instead. `t.to(device)` (or `.cuda()`) makes a device tensor, `.cpu()`
+# a plain one; operations on host tensors alone stay on the host (a reshape before moving is fine).
+
+_MOVES = ("to", "cuda")
+_PLAIN = {"numpy", "tolist", "item", "__repr__", "__format__", "__str__"}
+
+
+class Placed(torch.Tensor):
+    """A tensor that knows whether it is on the host (a batch not moved yet) or on the device."""
+
+    where: str = "host"
+    log: "PlacementLog | None" = None
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **kwargs)
+        placed = [a for a in _flat(args, kwargs) if isinstance(a, Placed)]
+        log = next((p.log for p in placed if p.log is not None), None)
+        if name in _PLAIN or name == "__get__" or not isinstance(out, (torch.Tensor, tuple, list)):
+            return out
+        if name == "cpu" and isinstance(out, torch.Tensor):
+            return out.as_subclass(torch.Tensor)
+        if name in _MOVES and _is_move(args[1:], kwargs):
+            return _place(out, "device", log)
+        wheres = {p.where for p in placed}
+        if wheres == {"host", "device"} and log is not None:
+            log.mixed = True
+        return _place(out, "device" if "device" in wheres else "host", log)
+
+
+class PlacementLog:
+    """What a case saw: a host tensor mixed with device tensors, or fed to the model."""
+
+    def __init__(self) -> None:
+        self.mixed = False        # a host tensor met a device tensor (e.g. labels vs predictions)
+        self.unmoved_input = False  # the model received a host tensor
+
+
+def _flat(args, kwargs) -> list:
+    found = []
+    stack = list(args) + list(kwargs.values())
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            found.append(item)
+    return found
+
+
+def _is_move(args, kwargs) -> bool:
+    if "device" in kwargs:
+        return True
+    return any(isinstance(a, (str, int, torch.device, torch.Tensor)) and not isinstance(a, bool)
+               for a in args)
+
+
+def _place(value, where: str, log):
+    if isinstance(value, torch.Tensor):
+        value = value.as_subclass(Placed)  # a new object even when `func` returned its input
+        value.where, value.log = where, log
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_place(v, where, log) for v in value)
+    return value
+
+
 class ProbeNet(nn.Module):
     """Linear -> BatchNorm -> ReLU -> Dropout -> Linear, recording how it is called.
 
@@ -43,6 +119,7 @@ class ProbeNet(nn.Module):
             self.bn = nn.BatchNorm1d(hidden)
             self.fc2 = nn.Linear(hidden, N_CLASSES)
         self.p = p
+        self.log = PlacementLog()
         self.dropout_gen = _gen(seed + 1000)
         self.calls: list[tuple[bool, bool]] = []      # (training, grad enabled) per forward
         self.outputs: list[torch.Tensor] = []
@@ -62,13 +139,15 @@ class ProbeNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.calls.append((self.training, torch.is_grad_enabled()))
+        if isinstance(x, Placed) and x.where == "host":
+            self.log.unmoved_input = True
         h = torch.relu(self.bn(self.fc1(x)))
         if self.training:
             keep = torch.rand(h.shape, generator=self.dropout_gen) >= self.p
             h = h * keep / (1 - self.p)
         out = self.fc2(h)
-        self.outputs.append(out.detach())
-        return out
+        self.outputs.append(out.detach().as_subclass(torch.Tensor))
+        return _place(out, "device", self.log)  # the model's outputs live on the device
 
     def forget(self) -> None:
         self.calls.clear()
@@ -101,10 +180,33 @@ def _classification_data(seed: int, n: int) -> tuple[torch.Tensor, torch.Tensor]
     return x, y
 
 
-def _loader(x: torch.Tensor, y: torch.Tensor, batch_size: int) -> DataLoader:
+class HostLoader(DataLoader):
+    """A DataLoader whose batches are host tensors (:class:`Placed`) that log into ``log``."""
+
+    log: PlacementLog | None = None
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            yield [_place(t, "host", self.log) for t in batch]
+
+    def plain_batches(self) -> list:
+        return list(super().__iter__())
+
+
+def _loader(x: torch.Tensor, y: torch.Tensor, batch_size: int, log: PlacementLog | None = None) -> DataLoader:
     # Its own generator: iterating a DataLoader draws a base seed, and without a generator
     # that draw comes from the global RNG, which a check must leave alone.
-    return DataLoader(TensorDataset(x, y), batch_size=batch_size, generator=_gen(0))
+    loader = HostLoader(TensorDataset(x, y), batch_size=batch_size, generator=_gen(0))
+    loader.log = log
+    return loader
+
+
+_NOT_MOVED = ("the batch was used without moving it to `device`: write `x, y = x.to(device), y.to(device)` "
+              "(`x.to(device)` alone returns a moved copy and leaves `x` where it was)")
+
+
+def _not_moved(model) -> bool:
+    return model.log.unmoved_input or model.log.mixed
 
 
 def _is_number(value: Any) -> bool:
@@ -185,17 +287,68 @@ def _epoch_last_loss(model, loader, loss_fn, optimizer, device):
     return loss.item()
 
 
+def _epoch_not_moved(model, loader, loss_fn, optimizer, device):
+    model.train()
+    total, count = 0.0, 0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(y)
+        count += len(y)
+    return total / count
+
+
+def _epoch_zero_after_backward(model, loader, loss_fn, optimizer, device):
+    model.train()
+    total, count = 0.0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+        total += loss.item() * len(y)
+        count += len(y)
+    return total / count
+
+
+def _epoch_no_grad(model, loader, loss_fn, optimizer, device):
+    model.train()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(y)
+            count += len(y)
+    return total / count
+
+
 def _epoch_cases():
-    def make(seed: int, n: int, batch_size: int, device: Any):
+    def make(seed: int, n: int, batch_size: int, device: Any, stale: bool = False):
         x, y = _classification_data(seed, n)
         model = ProbeNet(seed)
+        if stale:  # gradients left in .grad by an earlier step
+            for param in model.parameters():
+                param.grad = torch.full_like(param, 0.5)
         model.eval()  # left in eval mode, as after a validation pass
-        loader = _loader(x, y, batch_size)
+        model.initial = [p.detach().clone() for p in model.parameters()]
+        loader = _loader(x, y, batch_size, model.log)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         return (model, loader, RecordingCrossEntropy(), optimizer, device), {}
-    # the last case has a short last batch (16, 16, 3): there the mean of the batch means is wrong
+    # case 3 starts with stale gradients in .grad; the last case has a short last batch (16, 16, 3):
+    # there the mean of the batch means is wrong
     return [lambda: make(0, 32, 8, torch.device("cpu")), lambda: make(1, 36, 12, "cpu"),
-            lambda: make(2, 40, 10, torch.device("cpu")), lambda: make(3, 35, 16, "cpu")]
+            lambda: make(2, 40, 10, torch.device("cpu"), stale=True), lambda: make(3, 35, 16, "cpu")]
+
+
+def _params_unchanged(model) -> bool:
+    return all(torch.equal(p.detach(), p0) for p, p0 in zip(model.parameters(), model.initial))
 
 
 def _epoch_verify(out, ref, args, kwargs):
@@ -206,16 +359,21 @@ def _epoch_verify(out, ref, args, kwargs):
         return f"expected a Python float (the mean loss), found {describe(out)}"
     if not model.calls:
         return "your function never called the model"
+    if _not_moved(model):
+        return _NOT_MOVED
     if any(not training for training, _ in model.calls):
         return ("the model ran in eval mode during training (the case hands it over in eval mode, "
                 "as after validation): Dropout was off and BatchNorm used running statistics")
     if loss_fn.saw_probabilities:
         return "CrossEntropyLoss received probabilities (every row sums to 1) instead of raw logits"
     if model.stale_backward:
-        return ("backward() added each batch's gradients on top of the previous batch's: "
-                "the gradients were never reset")
+        return ("backward() added this batch's gradients on top of older ones (the previous batch's, "
+                "or those the model arrived with): the gradients were not reset before backward()")
+    if _params_unchanged(model):
+        return ("the parameters never changed: no update happened (is optimizer.step() missing, or "
+                "are the gradients cleared between backward() and step()?)")
     if abs(float(out) - ref) > 1e-4 * max(1.0, abs(ref)):
-        sizes = [len(y) for _, y in loader]
+        sizes = _batch_sizes(loader)
         return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
                 f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
     return None
@@ -226,7 +384,7 @@ def _ran_in_eval(out, args, kwargs) -> bool:
 
 
 def _batch_sizes(loader) -> list[int]:
-    return [len(y) for _, y in loader]
+    return [len(y) for _, y in loader.plain_batches()]
 
 
 def _unweighted_mean(out, args, kwargs) -> bool:
@@ -250,7 +408,8 @@ register(Exercise(
     "06.train_one_epoch",
     "train_one_epoch(model, loader, loss_fn, optimizer, device) runs one epoch of training "
     "(model in training mode; per batch: move to device, zero_grad, forward, loss, backward, "
-    "step) and returns the mean loss over the epoch as a Python float.",
+    "step) and returns the mean loss per sample over the epoch as a Python float. The model may "
+    "arrive in eval mode and with old gradients in .grad.",
     train_one_epoch_reference,
     _epoch_cases(),
     _epoch_verify,
@@ -259,6 +418,19 @@ register(Exercise(
                 "gradients accumulate across backward() calls: call optimizer.zero_grad() at the "
                 "start of every step, before loss.backward().",
                 _epoch_no_zero_grad, detect=lambda out, a, k: a[0].stale_backward),
+        Mistake("batch not moved to `device`",
+                "move every batch before using it: `x, y = x.to(device), y.to(device)`. `.to()` "
+                "returns a new tensor, so assign the result; on a GPU an unmoved batch raises "
+                "'Expected all tensors to be on the same device'.",
+                _epoch_not_moved, detect=lambda out, a, k: _not_moved(a[0])),
+        Mistake("zero_grad between backward and step",
+                "clear the gradients at the start of each step, before the forward pass: zero_grad() "
+                "after backward() wipes the gradients the step needs, so nothing is learned.",
+                _epoch_zero_after_backward, detect=lambda out, a, k: _params_unchanged(a[0])),
+        Mistake("training under torch.no_grad()",
+                "no_grad/inference_mode is for evaluation: under it no graph is built and backward() "
+                "has nothing to differentiate. Train with gradients enabled.",
+                _epoch_no_grad, error_match="does not require grad"),
         Mistake("missing model.train()",
                 "a model comes back from validation in eval mode; call model.train() at the start "
                 "of the epoch so Dropout drops and BatchNorm uses batch statistics.",
@@ -330,28 +502,61 @@ def _eval_batch_mean(model, loader, device):
     return sum(accuracies) / len(accuracies)  # the short last batch weighs as much as a full one
 
 
+def _eval_not_moved(model, loader, device):
+    model.eval()
+    correct, count = 0, 0
+    with torch.inference_mode():
+        for x, y in loader:
+            correct += (model(x).argmax(dim=1) == y).sum().item()
+            count += len(y)
+    return correct / count
+
+
+def _eval_grad_mode_off(model, loader, device):
+    model.eval()
+    torch.set_grad_enabled(False)
+    correct, count = 0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        correct += (model(x).argmax(dim=1) == y).sum().item()
+        count += len(y)
+    return correct / count
+
+
+def _eval_squeeze(model, loader, device):
+    model.eval()
+    correct, count = 0, 0
+    with torch.inference_mode():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            correct += (model(x).squeeze().argmax(dim=1) == y).sum().item()
+            count += len(y)
+    return correct / count
+
+
 def _eval_percent(model, loader, device):
     return 100 * evaluate_reference(model, loader, device)
 
 
 def _eval_cases():
-    def make(seed: int, n: int, batch_size: int):
+    def make(seed: int, n: int, batch_size: int, device: Any = torch.device("cpu")):
         x, y = _classification_data(seed + 10, n)
         model = ProbeNet(seed)
         with torch.no_grad():  # a few training-mode passes: BatchNorm running stats move
-            for start in range(0, n, batch_size):
+            for start in range(0, n - 1, batch_size):  # (BatchNorm cannot train on one sample)
                 model(x[start:start + batch_size])
         model.forget()
         model.train()  # handed over in training mode, as right after an epoch
-        return (model, _loader(x, y, batch_size), torch.device("cpu")), {}
+        return (model, _loader(x, y, batch_size, model.log), device), {}
     # batch 6 != 4 classes: argmax over dim 0 raises; batch 4 == 4 classes: it silently miscounts;
-    # the last case ends with a short batch (8, 8, 3): a mean of batch accuracies is wrong there
-    return [lambda: make(0, 30, 6), lambda: make(1, 24, 4), lambda: make(2, 35, 7),
-            lambda: make(3, 19, 8)]
+    # case 4 ends with a short batch (8, 8, 3): a mean of batch accuracies is wrong there;
+    # case 5 ends with a batch of one sample (8, 8, 1): squeeze() turns its logits into a vector
+    return [lambda: make(0, 30, 6), lambda: make(1, 24, 4, "cpu"), lambda: make(2, 35, 7),
+            lambda: make(3, 19, 8), lambda: make(4, 17, 8)]
 
 
 def _wrong_dim_accuracy(model: ProbeNet, loader) -> float | None:
-    labels = [y for _, y in loader]
+    labels = [y for _, y in loader.plain_batches()]
     if len(labels) != len(model.outputs):
         return None
     correct, count = 0, 0
@@ -369,6 +574,14 @@ def _eval_verify(out, ref, args, kwargs):
         return f"expected the accuracy as a Python float between 0 and 1, found {describe(out)}"
     if not model.calls:
         return "your function never called the model"
+    if not torch.is_grad_enabled():
+        torch.set_grad_enabled(True)  # give the learner's session its autograd back
+        model.grad_mode_left_off = True
+        return ("after your function returned, gradient tracking was still switched off for the whole "
+                "session (torch.set_grad_enabled(False) / torch.no_grad() without `with`): use "
+                "`with torch.inference_mode():` so it is switched back on at the end of the block")
+    if _not_moved(model):
+        return _NOT_MOVED
     if any(training for training, _ in model.calls):
         return ("the model was still in training mode (the case hands it over right after training): "
                 "Dropout dropped units and BatchNorm used batch statistics")
@@ -387,7 +600,7 @@ def _argmax_wrong_dim(out, args, kwargs) -> bool:
 
 def _mean_of_batch_accuracies(out, args, kwargs) -> bool:
     model, loader = args[0], args[1]
-    labels = [y for _, y in loader]
+    labels = [y for _, y in loader.plain_batches()]
     if not _is_number(out) or len({len(y) for y in labels}) < 2 or len(labels) != len(model.outputs):
         return False
     accuracies = [float((o.argmax(dim=1) == y).float().mean()) for o, y in zip(model.outputs, labels)]
@@ -401,11 +614,22 @@ def _percent_or_tensor(out, args, kwargs) -> bool:
 register(Exercise(
     "06.evaluate",
     "evaluate(model, loader, device) returns the accuracy (a Python float in [0, 1]) of the "
-    "model on the loader: eval mode, no gradient tracking, predicted class = argmax over classes.",
+    "model over all samples of the loader: batches moved to device, eval mode, no gradient tracking "
+    "(grad mode as it was afterwards), predicted class = argmax over classes.",
     evaluate_reference,
     _eval_cases(),
     _eval_verify,
     [
+        Mistake("batch not moved to `device`",
+                "move every batch before using it: `x, y = x.to(device), y.to(device)`. `.to()` "
+                "returns a new tensor, so assign the result; on a GPU an unmoved batch raises "
+                "'Expected all tensors to be on the same device'.",
+                _eval_not_moved, detect=lambda out, a, k: _not_moved(a[0])),
+        Mistake("global grad mode left off",
+                "torch.set_grad_enabled(False) switches autograd off for the rest of the session, and "
+                "the next training step learns nothing: use `with torch.inference_mode():` (or "
+                "`with torch.no_grad():`), which switches it back on when the block ends.",
+                _eval_grad_mode_off, detect=lambda out, a, k: getattr(a[0], "grad_mode_left_off", False)),
         Mistake("missing eval()",
                 "call model.eval() before evaluating: otherwise Dropout keeps dropping and BatchNorm "
                 "normalises with the batch's statistics (and updates its running ones).",
@@ -418,6 +642,10 @@ register(Exercise(
                 "logits have shape [batch, classes]: the predicted class of each sample is "
                 "logits.argmax(dim=1); dim=0 picks, for each class, the sample with the highest score.",
                 _eval_wrong_dim, detect=_argmax_wrong_dim, error_match="must match the size of tensor"),
+        Mistake("squeeze() on a batch of one",
+                "the last batch can hold a single sample: squeeze() then drops the batch dimension "
+                "as well, and argmax(dim=1) has no dim 1. Take logits.argmax(dim=1) without squeezing.",
+                _eval_squeeze, error_match="Dimension out of range"),
         Mistake("returns a percentage or a tensor",
                 "return correct / total as a Python float between 0 and 1 (use .item() on tensor counts).",
                 _eval_percent, detect=_percent_or_tensor),
@@ -464,6 +692,15 @@ def _clip_no_zero_grad(model, loss_fn, x, y, optimizer, max_norm):
     return total_norm.item()
 
 
+def _clip_zero_by_hand(model, loss_fn, x, y, optimizer, max_norm):
+    for param in model.parameters():
+        param.grad.zero_()
+    loss_fn(model(x), y).backward()
+    total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return total_norm.item()
+
+
 def _clip_tensor(model, loss_fn, x, y, optimizer, max_norm):
     optimizer.zero_grad()
     loss_fn(model(x), y).backward()
@@ -472,27 +709,29 @@ def _clip_tensor(model, loss_fn, x, y, optimizer, max_norm):
     return total_norm
 
 
-def _clip_setup(seed: int):
+def _clip_setup(seed: int, stale: bool = True):
     x, y = _classification_data(seed + 20, 8)
     model = ProbeNet(seed)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    for param in model.parameters():  # left over from the previous step
-        param.grad = torch.full_like(param, 0.3)
+    for param in model.parameters():  # left over from the previous step (or None, after zero_grad())
+        param.grad = torch.full_like(param, 0.3) if stale else None
     return model, nn.CrossEntropyLoss(), x, y, optimizer
 
 
 def _clip_cases():
-    def make(seed: int, max_norm: float):
-        twin = _clip_setup(seed)
+    def make(seed: int, max_norm: float, stale: bool = True):
+        twin = _clip_setup(seed, stale)
         clipped_step_reference(*twin, max_norm)
-        unclipped = _clip_setup(seed)
+        unclipped = _clip_setup(seed, stale)
         clipped_step_reference(*unclipped, float("inf"))
-        model, loss_fn, x, y, optimizer = _clip_setup(seed)
+        model, loss_fn, x, y, optimizer = _clip_setup(seed, stale)
         model.expected_params = [p.detach().clone() for p in twin[0].parameters()]
         model.unclipped_params = [p.detach().clone() for p in unclipped[0].parameters()]
         return (model, loss_fn, x, y, optimizer, max_norm), {}
-    return [lambda: make(0, 0.5), lambda: make(1, 0.25), lambda: make(2, 0.4)]
+    # case 4: .grad is None (as after zero_grad()) and the norm is below max_norm: nothing to clip
+    return [lambda: make(0, 0.5), lambda: make(1, 0.25), lambda: make(2, 0.4),
+            lambda: make(3, 100.0, stale=False)]
 
 
 def _largest_difference(params, expected) -> float:
@@ -508,6 +747,9 @@ def _clip_verify(out, ref, args, kwargs):
     if abs(float(out) - ref) > 1e-4 * max(1.0, ref):
         return f"expected the total gradient norm before clipping, {ref:.4f}, found {float(out):.4f}"
     difference = _largest_difference(model.parameters(), model.expected_params)
+    if difference > 1e-5 and ref <= max_norm:
+        return (f"the total norm {ref:.4f} is below max_norm = {max_norm:g}, so the gradients must be "
+                f"used as they are, but your update differs (largest difference {difference:.3g})")
     if difference > 1e-5:
         return (f"the norm is right but the parameters after the step differ from a step with "
                 f"clipped gradients (largest difference {difference:.3g})")
@@ -523,7 +765,8 @@ register(Exercise(
     "06.clipped_step",
     "clipped_step(model, loss_fn, x, y, optimizer, max_norm) does one training step with "
     "gradient clipping (zero_grad, forward, loss, backward, clip_grad_norm_, step) and returns "
-    "the total gradient norm BEFORE clipping as a Python float.",
+    "the total gradient norm BEFORE clipping as a Python float. The model may hold old gradients, "
+    "or .grad may be None.",
     clipped_step_reference,
     _clip_cases(),
     _clip_verify,
@@ -532,6 +775,10 @@ register(Exercise(
                 "the model arrives with gradients from the previous step: call optimizer.zero_grad() "
                 "before backward(), or they are added to the new ones.",
                 _clip_no_zero_grad, detect=lambda out, a, k: a[0].stale_backward),
+        Mistake("zeroes .grad by hand (breaks when .grad is None)",
+                "after optimizer.zero_grad() a parameter's .grad is None, not zeros, so p.grad.zero_() "
+                "raises: call optimizer.zero_grad() (it handles both).",
+                _clip_zero_by_hand, error_match="has no attribute 'zero_'"),
         Mistake("returns a tensor",
                 "clip_grad_norm_ returns a 0-dim tensor; log it as a number with .item().",
                 _clip_tensor, detect=lambda out, a, k: isinstance(out, torch.Tensor)),

@@ -4,7 +4,8 @@
 The memory checkers compare exact byte counts (Python ints). The saved-activation models keep weak
 references to their layer outputs, so a pack hook that keeps the graph alive is seen. The AMP step is
 checked on the CPU with a real ``torch.amp.GradScaler("cpu")`` whose method calls are recorded
-(:class:`SpyScaler`) and a model that records whether its forward ran under autocast, so every typical
+(:class:`SpyScaler`) and a model that records whether its forward ran under autocast and with which
+dtype (a run with ``device_type='cuda'`` shows a hard-coded dtype without a GPU), so every typical
 mistake is visible without a GPU.
 """
 
@@ -74,6 +75,14 @@ def _tm_frozen_trained(model, optimizer, dtype):
     return {"params": n * size, "grads": n * size, "optimizer_state": _COPIES[optimizer] * n * size}
 
 
+def _tm_state_dict(model, optimizer, dtype):
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = sum(v.numel() for v in model.state_dict().values())
+    out = training_memory_reference(model, optimizer, dtype)
+    out["params"] = n * size
+    return out
+
+
 def _tm_per_module(model, optimizer, dtype):
     size = torch.tensor([], dtype=dtype).element_size()
     n = sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False))
@@ -113,7 +122,12 @@ def _tm_cases():
         torch.manual_seed(seed)
         return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 5))
 
+    def batchnorm(seed):  # buffers (running mean/var, a counter) are not parameters
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(10, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 2))
+
     return [lambda: ((mlp(0), "adam", torch.float32), {}),
+            lambda: ((batchnorm(5), "momentum", torch.float32), {}),
             lambda: ((frozen(1), "momentum", torch.bfloat16), {}),
             lambda: ((tied(2), "adamw", torch.float16), {}),
             lambda: ((conv(3), "sgd", torch.float64), {}),
@@ -162,8 +176,8 @@ register(Exercise(
     "07.training_memory",
     "training_memory(model, optimizer, dtype) returns {'params', 'grads', 'optimizer_state'} in bytes "
     "for training `model` in `dtype` with optimizer 'sgd', 'momentum', 'adam' or 'adamw'. Frozen "
-    "parameters (requires_grad=False) have no gradient and no optimizer state; ignore Adam's tiny "
-    "`step` counters.",
+    "parameters (requires_grad=False) have no gradient and no optimizer state; buffers are not "
+    "parameters; ignore Adam's tiny `step` counters.",
     training_memory_reference,
     _tm_cases(),
     _tm_verify,
@@ -194,6 +208,13 @@ register(Exercise(
                 _tm_frozen_trained,
                 detect=lambda out, a, k: _tm_field(out, "grads") == _tm_frozen_trained(*a)["grads"]
                 != training_memory_reference(*a)["grads"]),
+        Mistake("buffers counted as parameters",
+                "model.state_dict() also holds buffers (BatchNorm's running mean/var and its counter), "
+                "which are not parameters: count model.parameters().",
+                _tm_state_dict,
+                detect=lambda out, a, k: any(True for _ in a[0].buffers())
+                and _tm_field(out, "params") == _tm_state_dict(*a)["params"]
+                != training_memory_reference(*a)["params"]),
         Mistake("shared parameters counted twice",
                 "a tied weight is one tensor used by two modules; model.parameters() lists it once, "
                 "summing over model.modules() counts it twice.",
@@ -251,6 +272,38 @@ def _sab_numel(model, x):
     return sum({ptr: numel for ptr, _, numel, is_param in _saved(model, x) if not is_param}.values())
 
 
+def _sab_by_id(model, x):
+    """Deduplicated by the Python object, not the storage."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+    keep: list[torch.Tensor] = []  # keeps the objects alive, so no id() is reused mid-forward
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            sizes[id(t)] = t.untyped_storage().nbytes()
+            keep.append(t.detach())
+        return t.detach()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _sab_view_bytes(model, x, key: str = "storage"):
+    """Sized with the saved view's own bytes, not its storage's (keyed by storage or by t.data_ptr())."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            sizes[t.untyped_storage().data_ptr() if key == "storage" else t.data_ptr()] = t.nbytes
+        return t.detach()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
 def _sab_no_grad(model, x):
     sizes = {}
 
@@ -300,6 +353,17 @@ def _graph_kept_alive(model: nn.Module) -> bool:
     return alive()
 
 
+class _ChunkMul(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = x.chunk(2, dim=1)
+        return a * b  # saves a and b: two view objects of ONE storage (different id(), data_ptr())
+
+
+class _SliceLinear(nn.Linear):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x[:, : self.in_features])  # saves a view of part of x's storage
+
+
 class _Square(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * x  # autograd saves x twice (as self and as other): one storage
@@ -322,7 +386,12 @@ def _sab_cases():
                          nn.Linear(4 * 4 * 4, 5))
         return (model, torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(15))), {}
 
-    return [mlp, square, cnn]
+    def views():
+        torch.manual_seed(16)
+        model = _Watched(nn.Linear(6, 12), _ChunkMul(), nn.Tanh(), _SliceLinear(3, 2))
+        return (model, torch.randn(4, 6, generator=torch.Generator().manual_seed(17))), {}
+
+    return [mlp, square, cnn, views]
 
 
 def _sab_verify(out, ref, args, kwargs):
@@ -342,8 +411,8 @@ def _sab_verify(out, ref, args, kwargs):
 register(Exercise(
     "07.saved_activation_bytes",
     "saved_activation_bytes(model, x) runs model(x) under torch.autograd.graph.saved_tensors_hooks "
-    "and returns the bytes of the distinct storages autograd saves for backward, leaving out the "
-    "model's parameters.",
+    "and returns the bytes of the distinct storages autograd saves for backward (a storage counted "
+    "once, with its full untyped_storage().nbytes()), leaving out the model's parameters.",
     saved_activation_bytes_reference,
     _sab_cases(),
     _sab_verify,
@@ -354,6 +423,16 @@ register(Exercise(
                 "storage once.",
                 _sab_every_save,
                 detect=lambda out, a, k: out == _sab_every_save(*a) != saved_activation_bytes_reference(*a)),
+        Mistake("deduplicated by the tensor object instead of its storage",
+                "two saved tensors can be different views (different id() and data_ptr()) of ONE storage, "
+                "as x.chunk(2) gives: key by t.untyped_storage().data_ptr(), the storage's address.",
+                _sab_by_id, detect=lambda out, a, k: out == _sab_by_id(*a) != saved_activation_bytes_reference(*a)),
+        Mistake("sized with the view's nbytes instead of the storage's",
+                "a saved slice keeps its whole storage alive: count t.untyped_storage().nbytes(), not "
+                "t.nbytes or t.numel() * t.element_size() of the view.",
+                _sab_view_bytes,
+                detect=lambda out, a, k: out in (_sab_view_bytes(*a), _sab_view_bytes(*a, key="data_ptr"))
+                and out != saved_activation_bytes_reference(*a)),
         Mistake("parameters counted",
                 "a Linear saves its weight for backward, but the weight exists anyway: skip storages "
                 "that belong to model.parameters().",
@@ -401,6 +480,9 @@ class SpyScaler(torch.amp.GradScaler):
 
     def update(self, new_scale=None) -> None:  # type: ignore[override]
         self.calls.append("update")
+        if "step" not in self.calls:
+            raise RuntimeError("scaler.update() ran before any scaler.step(optimizer) (the scaler has no "
+                               "inf check to update from)")
         super().update(new_scale)
 
 
@@ -411,13 +493,17 @@ class _AutocastRecorder(nn.Module):
         super().__init__()
         self.net = net
         self.autocast_seen: list[bool] = []
+        self.dtypes: list[dict[str, torch.dtype]] = []
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.autocast_seen.append(torch.is_autocast_enabled(x.device.type))
+        # what autocast would use on each device type (set by `with torch.autocast(...)` even where
+        # that device is absent and autocast is disabled)
+        self.dtypes.append({d: torch.get_autocast_dtype(d) for d in ("cpu", "cuda")})
         return self.net(x)
 
 
-def _amp_build(recipe: str) -> tuple:
+def _amp_build(recipe: str, device_type: str = "cpu") -> tuple:
     gen = torch.Generator().manual_seed(20)
     torch.manual_seed(21)
     if recipe == "regression":
@@ -435,9 +521,18 @@ def _amp_build(recipe: str) -> tuple:
         x, y = torch.randn(32, 6, generator=gen), 10 * torch.randn(32, 1, generator=gen)
         loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
         scale = 2.0 ** 126
+    elif recipe in ("stale", "stale_inf"):
+        # the previous step's gradients were never cleared: scaled ones, or the inf ones an
+        # overflowed step leaves behind (scaler.step skipped it, .grad still holds inf)
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
+        x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
+        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        scale = 2.0 ** 10
+        for p in model.parameters():
+            p.grad = torch.full_like(p, float("inf") if recipe == "stale_inf" else scale)
     else:
         raise ValueError(recipe)
-    return model, x, y, loss_fn, optimizer, SpyScaler(recipe, scale), "cpu"
+    return model, x, y, loss_fn, optimizer, SpyScaler(recipe, scale), device_type
 
 
 def amp_train_step_reference(model, x, y, loss_fn, optimizer, scaler, device_type) -> float:
@@ -494,6 +589,10 @@ def _amp_verify(out, ref, args, kwargs):
     if not any(model.autocast_seen):
         return ("your forward pass ran without autocast (torch.is_autocast_enabled was False inside "
                 "model.forward)")
+    used = next((d["cpu"] for d in model.dtypes), None)
+    if used is not None and used != torch.bfloat16:
+        return (f"with device_type='cpu' your forward ran under autocast with {used}; the task says "
+                f"bfloat16 on 'cpu' (float16 is for 'cuda'): choose the dtype from device_type")
     calls = scaler.calls
     if "scale" not in calls:
         return "scaler.scale(loss) was never called, so backward ran on the unscaled loss"
@@ -506,6 +605,16 @@ def _amp_verify(out, ref, args, kwargs):
     if not math.isclose(out, expected["loss"], rel_tol=0.05, abs_tol=1e-6):
         times = out / expected["loss"] if expected["loss"] else float("nan")
         return f"expected the returned loss ≈ {expected['loss']:.4g}, found {out:.4g} ({times:.3g}x)"
+    stale = scaler.recipe in ("stale", "stale_inf")
+    if stale and any(not torch.equal(p.detach(), p1) for p, p1 in zip(model.parameters(), expected["after"])):
+        unchanged = all(torch.equal(p.detach(), p0) for p, p0 in zip(model.parameters(), expected["before"]))
+        model.stale_problem = True
+        if scaler.recipe == "stale_inf" and unchanged:
+            return ("the model arrived with the inf gradients of an overflowed step still in .grad; backward "
+                    "added to them, so this step overflowed too and was skipped (and so would every later "
+                    "one): clear the gradients first")
+        return ("the model arrived with the previous step's gradients still in .grad; backward added this "
+                "step's to them, so the update is wrong: clear the gradients first")
     if scaler.get_scale() != expected["scale"]:
         return f"expected the loss scale {expected['scale']:g} after this step, found {scaler.get_scale():g}"
     for (name, p), p0, p1 in zip(model.named_parameters(), expected["before"], expected["after"]):
@@ -528,11 +637,14 @@ def _amp_verify(out, ref, args, kwargs):
 
 
 def _amp_variant(*, scaled_backward: bool = True, scaler_step: bool = True, update: bool = True,
-                 autocast: bool = True, return_scaled: bool = False):
+                 autocast: bool = True, return_scaled: bool = False, zero_grad: bool = True,
+                 dtype: torch.dtype | None = None):
     """A wrong amp_train_step: the reference with one part left out or changed."""
     def step(model, x, y, loss_fn, optimizer, scaler, device_type):
-        optimizer.zero_grad()
-        with torch.autocast(device_type=device_type, dtype=torch.bfloat16, enabled=autocast):
+        if zero_grad:
+            optimizer.zero_grad()
+        amp_dtype = dtype or (torch.bfloat16 if device_type == "cpu" else torch.float16)
+        with torch.autocast(device_type=device_type, dtype=amp_dtype, enabled=autocast):
             loss = loss_fn(model(x), y)
         scaled = scaler.scale(loss) if scaled_backward or return_scaled else loss
         scaled.backward()
@@ -543,6 +655,39 @@ def _amp_variant(*, scaled_backward: bool = True, scaler_step: bool = True, upda
     return step
 
 
+def _amp_on_cuda(candidate) -> str | None:
+    """Run the candidate once with device_type='cuda' and read which autocast dtype it chose.
+
+    Without a GPU, ``torch.autocast('cuda', ...)`` is disabled (with a warning, silenced here), but it
+    still sets the CUDA autocast dtype the model reads, so a hard-coded bfloat16 shows without a GPU.
+    Anything else that goes wrong is left to the normal run on the CPU cases.
+    """
+    import warnings
+
+    from course_utils.exercises import time_limit
+
+    args = _amp_build("regression", "cuda")
+    model = args[0]
+    try:
+        with warnings.catch_warnings(), time_limit(3.0):
+            warnings.simplefilter("ignore")
+            candidate(*args)
+    except BaseException:  # noqa: BLE001 - the CPU cases report what went wrong
+        return None
+    if not model.dtypes:
+        return None
+    seen = model.dtypes[0]
+    if seen["cuda"] != torch.float16:
+        return (f"with device_type='cuda' your autocast used {seen['cuda']}: the task says float16 on "
+                f"'cuda' (bfloat16 on 'cpu'); choose the dtype from device_type instead of hard-coding it\n"
+                f"  Hint (wrong low-precision dtype for the device): torch.bfloat16 if device_type == 'cpu' "
+                f"else torch.float16.")
+    if any(model.autocast_seen):
+        return ("called with device_type='cuda', your forward ran under CPU autocast: pass the argument "
+                "on, torch.autocast(device_type=device_type, ...), instead of a fixed 'cpu'")
+    return None
+
+
 def _calls(args: tuple) -> list[str]:
     return getattr(args[5], "calls", [])
 
@@ -550,14 +695,25 @@ def _calls(args: tuple) -> list[str]:
 register(Exercise(
     "07.amp_train_step",
     "amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type) does one mixed-precision "
-    "step: clear the gradients, forward + loss under torch.autocast(device_type=..., dtype=bfloat16 "
+    "step: clear the gradients (the model may hold stale or inf ones), forward + loss under "
+    "torch.autocast(device_type=device_type, dtype=bfloat16 "
     "on 'cpu' / float16 on 'cuda'), backward on scaler.scale(loss), scaler.step(optimizer), "
     "scaler.update(); returns the (unscaled) loss as a Python float.",
     amp_train_step_reference,
     [lambda: (_amp_build("regression"), {}), lambda: (_amp_build("classification"), {}),
-     lambda: (_amp_build("overflow"), {})],
+     lambda: (_amp_build("overflow"), {}), lambda: (_amp_build("stale"), {}),
+     lambda: (_amp_build("stale_inf"), {})],
     _amp_verify,
     [
+        Mistake("no `zero_grad` (stale or inf gradients)",
+                "call optimizer.zero_grad() at the start of the step: backward() adds to whatever is in "
+                ".grad, and after an overflowed step that is inf, so every later step is skipped too.",
+                _amp_variant(zero_grad=False), detect=lambda out, a, k: getattr(a[0], "stale_problem", False)),
+        Mistake("wrong low-precision dtype for the device",
+                "pick the dtype from device_type: torch.bfloat16 if device_type == 'cpu' else "
+                "torch.float16 (CPU autocast is made for bfloat16; float16 on a GPU needs the scaler).",
+                _amp_variant(dtype=torch.float16),
+                detect=lambda out, a, k: any(d["cpu"] != torch.bfloat16 for d in getattr(a[0], "dtypes", []))),
         Mistake("backward on unscaled loss",
                 "call scaler.scale(loss).backward(): scaling the loss before backward is what keeps "
                 "small fp16 gradients from flushing to zero (scaler.step divides the scale back out).",
@@ -566,11 +722,11 @@ register(Exercise(
                 or _close_ratio(_grad_ratio(a), 1.0 / a[5].initial_scale),
                 error_match="did not use scaler.scale"),
         Mistake("`optimizer.step()` instead of `scaler.step`",
-                "call scaler.step(optimizer), not optimizer.step(): it unscales the gradients, checks "
-                "them for inf/NaN and skips the update when they overflowed.",
+                "call scaler.step(optimizer), not optimizer.step(), and before scaler.update(): it "
+                "unscales the gradients, checks them for inf/NaN and skips the update when they overflowed.",
                 _amp_variant(scaler_step=False),
                 detect=lambda out, a, k: "step" not in _calls(a),
-                error_match="No inf checks were recorded"),
+                error_match="before any scaler.step"),
         Mistake("no `scaler.update()`",
                 "end every step with scaler.update(): it halves the scale after an overflow and grows "
                 "it after a run of good steps; without it the scale never adapts (and the next "
@@ -580,12 +736,14 @@ register(Exercise(
         Mistake("returns the scaled loss",
                 "return loss.item(), the loss before scaling; scaler.scale(loss) is only for backward.",
                 _amp_variant(return_scaled=True),
-                detect=lambda out, a, k: isinstance(out, float) and math.isclose(
-                    out, _amp_expected(a[5].recipe)["loss"] * a[5].initial_scale, rel_tol=0.05)),
+                detect=lambda out, a, k: isinstance(out, float) and any(math.isclose(
+                    out, _amp_expected(a[5].recipe)["loss"] * scale, rel_tol=0.05)
+                    for scale in (a[5].initial_scale, a[5].get_scale()))),
         Mistake("no autocast",
                 "run the forward pass and the loss inside `with torch.autocast(device_type=device_type, "
                 "dtype=...)`; without it everything stays float32.",
                 _amp_variant(autocast=False),
                 detect=lambda out, a, k: not any(getattr(a[0], "autocast_seen", [True]))),
     ],
+    inspect=_amp_on_cuda,
 ))

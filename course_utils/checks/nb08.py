@@ -17,6 +17,7 @@ How the checkpoint checkers see what cannot be seen in a return value:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import re
@@ -30,7 +31,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from course_utils.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
+from course_utils.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint,
+                                     saved_as_if_on)
 from course_utils.exercises import Exercise, Mistake, describe, register
 from course_utils.resume_demo import build, seed_all, train
 
@@ -157,18 +159,37 @@ def _save_variant(drop: str = "", rng: Callable[[Any], Any] | None = None, write
     return save
 
 
-def _save_case(seed: int, epochs_done: int):
+def _save_str_as_path(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path.with_name(path.name + ".tmp")  # fails when path is a str
+    torch.save(checkpoint, tmp)
+    os.replace(tmp, path)
+
+
+def _save_path_plus_str(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path + ".tmp"  # fails when path is a Path
+    torch.save(checkpoint, tmp)
+    os.replace(tmp, path)
+
+
+def _save_case(seed: int, epochs_done: int, as_str: bool = False):
     def factory():
         _install_hook()
         folder = _case_dir() / "checkpoints"
         folder.mkdir()
         path = folder / "last.pt"
+        given = str(path) if as_str else path
         torch.save({"epoch": epochs_done - 1, "note": "the previous checkpoint"}, path)
         _RENAMES[os.path.realpath(folder)] = []
         run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
         train(run, epochs_done)
         _CASE_INFO[str(path)] = (seed, epochs_done)
-        return ((path, run.model, run.optimizer, run.scheduler, run.generator),
+        return ((given, run.model, run.optimizer, run.scheduler, run.generator),
                 {"epoch": run.epoch, "step": run.step, "best_metric": round(0.9 / (1 + epochs_done), 4)})
     return factory
 
@@ -182,8 +203,6 @@ _NEEDED = {"model": "the weights (model.state_dict())",
 
 def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, str | None]:
     path = Path(args[0])
-    if not isinstance(out, (str, os.PathLike)) or Path(out).resolve() != path.resolve():
-        return "return", f"expected your function to return the path it wrote ({path.name}), found {describe(out)}"
     try:
         ckpt = torch.load(path, weights_only=True)
     except Exception as exc:
@@ -242,11 +261,19 @@ register(Exercise(
     "save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric) writes "
     "{'model', 'optimizer', 'scheduler' (state_dicts), 'epoch', 'step', 'best_metric', "
     "'rng': capture_rng_state(generator)} atomically (temp file in the same folder, then os.replace) "
-    "and returns the Path.",
+    "to `path` (a str or a Path); it returns nothing.",
     save_checkpoint_reference,
-    [_save_case(0, 2), _save_case(1, 1), _save_case(2, 2)],
+    [_save_case(0, 2), _save_case(1, 1, as_str=True), _save_case(2, 2)],
     _save_verify,
     [
+        Mistake("Path + str for the temp name",
+                "a Path does not support `+`: build the temp name with path.with_name(path.name + '.tmp') "
+                "(or str(path) + '.tmp').",
+                _save_path_plus_str, error_match="unsupported operand type(s) for +"),
+        Mistake("str path used as a Path",
+                "`path` may be a str: start with `path = Path(path)` before path.with_name(...) or "
+                "path.parent, or build the temp name as str(path) + '.tmp'.",
+                _save_str_as_path, error_match="'str' object has no attribute"),
         Mistake("optimizer state missing",
                 "store optimizer.state_dict() under 'optimizer': Adam's moments (and the current LR) "
                 "are part of the training state; without them the loss jumps after a resume.",
@@ -277,6 +304,7 @@ register(Exercise(
                 "accepts tensors, numbers, strings and containers only.",
                 _save_variant(drop="optimizer-object"), detect=_code_is("save", "weights_only")),
     ],
+    returns=False,
 ))
 
 
@@ -295,7 +323,8 @@ def load_checkpoint_reference(path, model, optimizer, scheduler, generator, map_
 
 def _load_variant(skip: str):
     def load(path, model, optimizer, scheduler, generator, map_location="cpu"):
-        checkpoint = torch.load(path, map_location=map_location, weights_only=skip != "weights_only")
+        where = "cpu" if skip == "map_location" else map_location
+        checkpoint = torch.load(path, map_location=where, weights_only=skip != "weights_only")
         model.load_state_dict(checkpoint["model"])
         if skip != "optimizer":
             optimizer.load_state_dict(checkpoint["optimizer"])
@@ -307,18 +336,44 @@ def _load_variant(skip: str):
     return load
 
 
-def _load_case(seed: int, epochs_done: int):
+class RecordingMap:
+    """A map_location function (storage, location) -> storage on the CPU that records its calls."""
+
+    def __init__(self) -> None:
+        self.locations: list[str] = []
+
+    def __call__(self, storage: Any, location: str) -> Any:
+        self.locations.append(location)
+        return storage
+
+    def __repr__(self) -> str:
+        return "<map_location function>"
+
+
+def _map_location(kind: str) -> Any:
+    return RecordingMap() if kind == "function" else "cpu"
+
+
+def _load_case(seed: int, epochs_done: int, *, on_gpu: bool = False, map_kind: str = "cpu",
+               as_str: bool = False):
+    """A checkpoint written after `epochs_done` epochs; `on_gpu`: labelled as written on cuda:0."""
     def factory():
         _install_hook()
         path = _case_dir() / "checkpoint.pt"
         run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
         train(run, epochs_done)
-        save_checkpoint(path, run.model, run.optimizer, run.scheduler, epoch=run.epoch, step=run.step,
-                        best_metric=0.5, generator=run.generator)
+        with saved_as_if_on("cuda:0") if on_gpu else contextlib.nullcontext():
+            save_checkpoint(path, run.model, run.optimizer, run.scheduler, epoch=run.epoch, step=run.step,
+                            best_metric=0.5, generator=run.generator)
         _CASE_INFO[str(path)] = (seed, epochs_done)
+        _MAP_KIND[str(path)] = map_kind
         fresh = _fresh_run(seed)
-        return (path, fresh.model, fresh.optimizer, fresh.scheduler, fresh.generator), {"map_location": "cpu"}
+        return ((str(path) if as_str else path, fresh.model, fresh.optimizer, fresh.scheduler, fresh.generator),
+                {"map_location": _map_location(map_kind)})
     return factory
+
+
+_MAP_KIND: dict[str, str] = {}
 
 
 def _remember_candidate(candidate: Callable[..., Any]) -> None:
@@ -328,7 +383,7 @@ def _remember_candidate(candidate: Callable[..., Any]) -> None:
 
 def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     path = Path(args[0])
-    saved = torch.load(path, weights_only=True)
+    saved = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(out, dict):
         return "return", f"expected the checkpoint dict (what torch.load returned), found {describe(out)}"
     if out.get("epoch") != saved["epoch"] or out.get("step") != saved["step"]:
@@ -338,11 +393,17 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     run = _fresh_run(seed)
     record: list[str] = []
     _FIND_CLASS.append(record)
+    map_location = _map_location(_MAP_KIND[str(path)])
     try:  # run the learner's loader again on fresh objects, then look at everything at once
-        _CANDIDATE["load"](path, run.model, run.optimizer, run.scheduler, run.generator, map_location="cpu")
+        _CANDIDATE["load"](args[0], run.model, run.optimizer, run.scheduler, run.generator,
+                           map_location=map_location)
     finally:
         _FIND_CLASS.remove(record)
     rng_now = capture_rng_state(run.generator)
+    if isinstance(map_location, RecordingMap) and not map_location.locations:
+        return "map_location", ("the case passed map_location=<a function> and torch.load never called it: "
+                                "pass the map_location argument on, torch.load(path, map_location=map_location, "
+                                "weights_only=True), instead of a fixed value")
     if record:
         example = next((name for name in record if name.startswith("torch.")), record[0])
         return "weights_only", (f"your loader unpickled the file with weights_only=False (it looked up "
@@ -379,12 +440,22 @@ def _load_verify(out, ref, args, kwargs):
 register(Exercise(
     "08.load_checkpoint",
     "load_checkpoint(path, model, optimizer, scheduler, generator, map_location='cpu') loads the file "
-    "with torch.load(..., map_location=map_location, weights_only=True), restores the model, optimizer, "
+    "(path a str or a Path, possibly written on a GPU machine) with torch.load(..., "
+    "map_location=map_location, weights_only=True), restores the model, optimizer, "
     "scheduler and restore_rng_state(checkpoint['rng'], generator), and returns the checkpoint dict.",
     load_checkpoint_reference,
-    [_load_case(0, 2), _load_case(3, 1), _load_case(4, 2)],
+    # case 2: written on a GPU machine (tensors labelled cuda:0), path as a str; case 3: map_location
+    # is a function, which only torch.load itself can apply
+    [_load_case(0, 2), _load_case(3, 1, on_gpu=True, as_str=True),
+     _load_case(4, 2, on_gpu=True, map_kind="function")],
     _load_verify,
     [
+        Mistake("`map_location` ignored",
+                "pass the argument on: torch.load(path, map_location=map_location, weights_only=True). A "
+                "checkpoint written on a GPU machine remembers 'cuda:0' and does not load without it "
+                "on a machine without CUDA.",
+                _load_variant("map_location"), detect=_code_is("load", "map_location"),
+                error_match="Attempting to deserialize object on a CUDA device"),
         Mistake("optimizer state missing (never loaded)",
                 "call optimizer.load_state_dict(checkpoint['optimizer']); a fresh Adam starts with "
                 "zero moments and the loss jumps.",
@@ -434,7 +505,7 @@ def _latest_mtime(folder):
     return max(Path(folder).glob("epoch-*.pt"), key=lambda p: p.stat().st_mtime)
 
 
-def _latest_case(files: list[tuple[str, int]]):
+def _latest_case(files: list[tuple[str, int]], as_str: bool = False):
     """files: (name, mtime offset in seconds); names containing 'tmp' get truncated bytes."""
     def factory():
         folder = _case_dir()
@@ -448,35 +519,73 @@ def _latest_case(files: list[tuple[str, int]]):
             else:
                 target.write_text("notes\n")
             os.utime(target, (base + offset, base + offset))
-        return (folder,), {}
+        return (str(folder) if as_str else folder,), {}
     return factory
 
 
 def _latest_verify(out, ref, args, kwargs):
+    folder = Path(args[0])
+    names = sorted(p.name for p in folder.iterdir())
+    if ref is None:
+        if out is not None:
+            return (f"the folder holds no finished epoch-<n>.pt ({names or 'it is empty'}): expected None, "
+                    f"found {describe(out)}")
+        return None
+    if out is None:
+        return f"expected the path of {ref.name} (the folder holds {names}), found None"
     if not isinstance(out, (str, os.PathLike)):
         return f"expected a Path, found {describe(out)}"
-    folder = Path(args[0]).resolve()
-    out = Path(out) if Path(out).is_absolute() else folder / out
-    if out.resolve().parent != folder:
+    if Path(out).name != ref.name:
+        return f"expected {ref.name} (the folder holds {names}), found {Path(out).name}"
+    if not Path(out).is_absolute() and Path(out).resolve() != (folder / ref.name).resolve():
+        return (f"expected the full path (folder / {ref.name!r}), found only {str(out)!r}: return the Path from "
+                f"folder.iterdir() (or Path(folder) / name), not the bare file name")
+    if Path(out).resolve() != (folder / ref.name).resolve():
         return f"expected a file in the folder you were given, found {out}"
-    if out.name != ref.name:
-        return f"expected {ref.name}, found {out.name}"
     return None
+
+
+def _latest_prefix_parse(folder):
+    found = [(int(p.name[len("epoch-"):-len(".pt")]), p) for p in Path(folder).iterdir()
+             if p.name.startswith("epoch-")]
+    return max(found)[1] if found else None
+
+
+def _latest_none_on_max(folder):
+    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return max(found)[1]
+
+
+def _latest_bare_name(folder):
+    found = [(int(m.group(1)), p.name) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return max(found)[1] if found else None
 
 
 register(Exercise(
     "08.latest_checkpoint",
-    "latest_checkpoint(folder) returns the Path of the finished checkpoint named epoch-<n>.pt with the "
-    "highest n (n compared as a number); temp files, best.pt and other files are ignored.",
+    "latest_checkpoint(folder) (a str or a Path) returns the full Path of the finished checkpoint named "
+    "epoch-<n>.pt with the highest n (n compared as a number), or None when there is none; temp files, "
+    "best.pt and other files are ignored.",
     latest_checkpoint_reference,
     [_latest_case([("epoch-1.pt", 1), ("epoch-2.pt", 2), ("epoch-3.pt", 3)]),
      _latest_case([("epoch-8.pt", 1), ("epoch-9.pt", 2), ("epoch-10.pt", 3), ("epoch-11.pt", 4),
-                   ("best.pt", 5), ("notes.txt", 6)]),
+                   ("best.pt", 5), ("notes.txt", 6)], as_str=True),
      _latest_case([("epoch-9.pt", 1), ("epoch-10.pt", 2), ("epoch-11.pt.tmp", 3),
                    (".epoch-12.pt.k3x9.tmp", 4)]),
-     _latest_case([("epoch-5.pt", 1), ("epoch-3.pt", 2), ("epoch-4.pt", 5), ("best.pt", 3)])],
+     _latest_case([("epoch-5.pt", 1), ("epoch-3.pt", 2), ("epoch-4.pt", 5), ("best.pt", 3)]),
+     _latest_case([("best.pt", 1), ("epoch-1.pt.tmp", 2), ("notes.txt", 3)]),  # nothing finished yet
+     _latest_case([], as_str=True)],  # a new run: the folder is empty
     _latest_verify,
     [
+        Mistake("fails when there is no checkpoint yet",
+                "a new run starts with an empty folder (or only temp files): return None when no "
+                "epoch-<n>.pt is there, e.g. `return max(found)[1] if found else None`.",
+                _latest_none_on_max, error_match="empty"),
+        Mistake("returns the bare file name, not the full path",
+                "return the Path itself (folder.iterdir() yields full paths), or Path(folder) / name.",
+                _latest_bare_name,
+                detect=lambda out, a, k: isinstance(out, (str, os.PathLike)) and not Path(out).is_absolute()
+                and (Path(a[0]) / out).exists()),
         Mistake("sorts the numbers as text (epoch-9 after epoch-10)",
                 "as text '9' > '10'; parse the number: int(re.fullmatch(r'epoch-(\\d+)\\.pt', name).group(1)).",
                 _latest_text_sort),
@@ -484,6 +593,10 @@ register(Exercise(
                 "only names that are exactly epoch-<n>.pt count; a file ending in .tmp is a save that "
                 "never finished (use re.fullmatch, not a prefix test).",
                 _latest_any_file),
+        Mistake("parses the number out of a temp file name",
+                "'epoch-11.pt.tmp'.startswith('epoch-') is True too: match the whole name, "
+                "re.fullmatch(r'epoch-(\\d+)\\.pt', p.name), before int(...).",
+                _latest_prefix_parse, error_match="invalid literal for int()"),
         Mistake("uses modification time",
                 "copying or touching files changes mtimes; the step number in the name is the truth.",
                 _latest_mtime),

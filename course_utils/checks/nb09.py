@@ -2,8 +2,9 @@
 ``09.nonfinite_layers``, ``09.fix_train_step``.
 
 ``09.seed_everything`` reads the next draw of every global generator right after the candidate ran
-(in the case factory the framework calls next). ``09.nonfinite_layers`` runs the candidate on models
-with a NaN or an Inf layer (and one without) and checks that no hook is left behind.
+(its ``inspect`` calls the candidate once per seed and draws at once). ``09.nonfinite_layers`` runs the
+candidate on models with a NaN or an Inf layer, a shared layer that runs twice, one without, and one
+that raises midway, and checks that no hook is left behind.
 ``09.fix_train_step`` compares one step with the reference's on identical inputs; its mistakes are
 named by the training doctor (:func:`course_utils.doctor.diagnose`) run on the candidate.
 """
@@ -59,11 +60,28 @@ def _seed_fixed(seed):
     return seed_everything_reference(42)
 
 
+def _seed_global_generator(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    return torch.manual_seed(seed)  # seeds torch, but returns torch's global generator itself
+
+
+_SHARED = torch.Generator()
+
+
+def _seed_reused_generator(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return _SHARED.manual_seed(seed)  # the same object every call
+
+
 _RNG_NAMES = ("Python's `random`", "NumPy's global generator (np.random)", "torch's global generator")
-#: The next draw of each global generator, taken right after the candidate returned. The
-#: framework builds the reference's inputs (calls the case factory) immediately after running the
-#: candidate, so the factory is the one place that sees the candidate's effect on the generators.
-_AFTER_CANDIDATE: dict[str, tuple[float, float, float]] = {}
+_SEEDS = (3, 2024, 7)
+#: seed -> (the next draw of each global generator right after the candidate returned, its output).
+#: Filled by ``inspect``, which calls the candidate itself once per seed: that is the one place that
+#: sees the generators before any other code (the reference, the framework) touches them.
+_AFTER_CANDIDATE: dict[int, tuple[tuple[float, float, float], Any]] = {}
 
 
 def _global_draws() -> tuple[float, float, float]:
@@ -75,11 +93,33 @@ def _expected_draws(seed: int) -> tuple[float, float, float]:
             float(torch.rand(1, generator=torch.Generator().manual_seed(seed))))
 
 
+def _scramble(seed: int) -> None:
+    """Seed every global generator with something else first (an earlier run may have used `seed`)."""
+    random.seed(10_000 + seed)
+    np.random.seed(10_000 + seed)
+    torch.manual_seed(10_000 + seed)
+
+
 def _seed_case(seed: int):
     def make():
-        _AFTER_CANDIDATE["draws"] = _global_draws()
+        _scramble(seed)
         return (seed,), {}
     return make
+
+
+def _seed_watch(candidate: Any) -> None:
+    from course_utils.exercises import time_limit
+
+    _AFTER_CANDIDATE.clear()
+    for seed in _SEEDS:
+        _scramble(seed)
+        try:
+            with time_limit(3.0):
+                out = candidate(seed)
+        except BaseException:  # noqa: BLE001 - the normal run reports it
+            return None
+        _AFTER_CANDIDATE[seed] = (_global_draws(), out)
+    return None
 
 
 def _seed_verify(out, ref, args, kwargs):
@@ -87,7 +127,15 @@ def _seed_verify(out, ref, args, kwargs):
     if not isinstance(out, torch.Generator):
         return (f"expected seed_everything to return a torch.Generator (for DataLoader(generator=...)), "
                 f"found {describe(out)}")
-    got, expected = _AFTER_CANDIDATE.get("draws"), _expected_draws(seed)
+    if out is torch.default_generator:
+        return ("you returned torch's global generator (torch.manual_seed(seed) returns it): a DataLoader "
+                "given it shares its stream with dropout and every other draw; return a new one, "
+                "torch.Generator().manual_seed(seed)")
+    outputs = [o for _, o in _AFTER_CANDIDATE.values()]
+    if any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:]):
+        return ("two calls returned the same generator object: each call must return a NEW "
+                "torch.Generator().manual_seed(seed), or two loaders would share one stream")
+    got, expected = _AFTER_CANDIDATE.get(seed, (None, None))[0], _expected_draws(seed)
     for name, value, wanted in zip(_RNG_NAMES, got or (), expected):
         if value != wanted:
             return (f"after seed_everything({seed}) the next number from {name} should be {wanted:.6f} "
@@ -97,37 +145,68 @@ def _seed_verify(out, ref, args, kwargs):
     return None
 
 
+def _first_unseeded(args: tuple) -> int | None:
+    """Index (random, numpy, torch) of the first global generator the candidate left unseeded."""
+    got = _AFTER_CANDIDATE.get(args[0], (None,))[0]
+    if got is None:
+        return None
+    return next((i for i, (v, w) in enumerate(zip(got, _expected_draws(args[0]))) if v != w), None)
+
+
+def _unseeded(index: int):
+    return lambda out, args, kwargs: not _fixed_seed(out, args, kwargs) and _first_unseeded(args) == index
+
+
+def _shared_generator(out, args, kwargs) -> bool:
+    outputs = [o for _, o in _AFTER_CANDIDATE.values()]
+    return any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:])
+
+
 def _fixed_seed(out, args, kwargs) -> bool:
-    got = _AFTER_CANDIDATE.get("draws")
+    got = _AFTER_CANDIDATE.get(args[0], (None,))[0]
     return got is not None and any(got == _expected_draws(s) for s in (0, 1, 42, 123, 1234, 2024) if s != args[0])
 
 
 register(Exercise(
     "09.seed_everything",
     "seed_everything(seed) seeds Python's `random`, NumPy's global generator and torch (CPU and CUDA) "
-    "with `seed`, and returns a torch.Generator seeded with `seed` to pass to DataLoader(generator=...).",
+    "with `seed`, and returns a new torch.Generator seeded with `seed` to pass to "
+    "DataLoader(generator=...).",
     seed_everything_reference,
-    [_seed_case(s) for s in (3, 2024, 7)],
+    [_seed_case(s) for s in _SEEDS],
     _seed_verify,
     [
+        Mistake("global generator returned instead of a fresh seeded one",
+                "torch.manual_seed(seed) returns torch's global generator; the loader needs its own: "
+                "return torch.Generator().manual_seed(seed), a new one on every call.",
+                _seed_global_generator,
+                detect=lambda out, a, k: out is torch.default_generator),
         Mistake("hard-coded seed instead of the argument",
                 "use the `seed` parameter everywhere (random.seed(seed), ...), not a constant.",
                 _seed_fixed, detect=_fixed_seed),
+        Mistake("same generator object returned by every call",
+                "build the generator inside the function: `return torch.Generator().manual_seed(seed)`; "
+                "one shared object would tie every loader's shuffling together.",
+                _seed_reused_generator, detect=_shared_generator),
         Mistake("python `random` not seeded",
                 "the standard library has its own generator (used by random.shuffle, many augmentations): "
                 "add random.seed(seed).",
-                _seed_no_random),
+                _seed_no_random, detect=_unseeded(0)),
         Mistake("numpy not seeded",
-                "NumPy's global generator is separate from torch's: add np.random.seed(seed).",
-                _seed_no_numpy),
+                "NumPy's global generator is separate from torch's: add np.random.seed(seed) "
+                "(np.random.default_rng(seed) makes a new generator and leaves the global one alone).",
+                _seed_no_numpy, detect=_unseeded(1)),
         Mistake("torch not seeded",
                 "torch.manual_seed(seed) seeds torch's CPU generator and every GPU's.",
-                _seed_no_torch),
+                _seed_no_torch, detect=_unseeded(2)),
         Mistake("returned generator not seeded",
                 "torch.Generator() starts from a fixed default seed, not yours: return "
                 "torch.Generator().manual_seed(seed).",
-                _seed_generator_unseeded),
+                _seed_generator_unseeded,
+                detect=lambda out, a, k: isinstance(out, torch.Generator) and _first_unseeded(a) is None
+                and out.initial_seed() != a[0]),
     ],
+    inspect=_seed_watch,
 ))
 
 
@@ -215,10 +294,31 @@ class _OutOfOrder(nn.Module):
         super().__init__()
         self.head = nn.Linear(4, 2)
         self.scale = Exp()
-        self.body = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+        self.body = nn.Sequential(nn.Linear(3, 4), Exp())  # a nested leaf overflows first: body.1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.scale(self.body(x)))
+
+
+class _SharedExp(nn.Module):
+    """One Exp module used twice in forward (a shared layer): it overflows both times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(3, 4)
+        self.act = Exp()
+        self.second = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.act(self.second(self.act(self.first(x)))))
+
+
+class _Boom(nn.Module):
+    """A layer with a bug: it raises, as a shape mismatch would, in the middle of the forward pass."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("this layer failed (a bug in the model)")
 
 
 def _nonfinite_cases():
@@ -234,12 +334,39 @@ def _nonfinite_cases():
             model.body[0].weight.fill_(30.0)
         return (model, torch.full((2, 3), 2.0)), {}
 
+    def shared():
+        torch.manual_seed(4)
+        model = _SharedExp()
+        with torch.no_grad():
+            model.first.weight.fill_(40.0)
+        return (model, torch.full((2, 3), 1.0)), {}
+
     def finite():
         torch.manual_seed(2)
         model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        model._then_raising = True  # verify also runs the candidate on a model that raises midway
         return (model, torch.randn(4, 3, generator=torch.Generator().manual_seed(3))), {}
 
-    return [log_chain, overflow, finite]
+    return [log_chain, overflow, shared, finite]
+
+
+def _hooks_left_after_raise() -> bool:
+    """Run the candidate on a model whose middle layer raises; True when hooks stayed behind."""
+    from course_utils.exercises import time_limit
+
+    candidate = _CANDIDATE.get("nonfinite")
+    if candidate is None:
+        return False
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(3, 4), _Boom(), nn.Linear(4, 1))
+    try:
+        with time_limit(3.0):
+            candidate(model, torch.ones(2, 3))
+    except BaseException:  # noqa: BLE001 - raising is expected here; only the hooks matter
+        pass
+    left = any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    _CANDIDATE["raise_left_hooks"] = left
+    return left
 
 
 def _nonfinite_verify(out, ref, args, kwargs):
@@ -249,15 +376,45 @@ def _nonfinite_verify(out, ref, args, kwargs):
     if not isinstance(out, list) or not all(isinstance(n, str) for n in out):
         return f"expected a list of module names (str), found {describe(out)}"
     if out != ref:
+        if sorted(set(out)) == sorted(set(ref)) and len(out) < len(ref):
+            twice = ", ".join(f"`{n}`" for n in dict.fromkeys(ref) if ref.count(n) > out.count(n))
+            return (f"expected {ref}, found {out}: a module that runs twice (here {twice}) is listed each "
+                    f"time its output is non-finite, in the order the calls ran")
         return f"expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}"
+    if getattr(model, "_then_raising", False) and _hooks_left_after_raise():
+        return ("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
+                "registered on its modules: remove them in a `finally:` block")
     return None
+
+
+def _nonfinite_remember(candidate: Any) -> None:
+    _CANDIDATE["nonfinite"] = candidate
+    _CANDIDATE["raise_left_hooks"] = False
+    return None
+
+
+def _nonfinite_no_finally(model, x):
+    found = []
+    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
+                                       if not torch.isfinite(o).all() else None)
+               for name, m in model.named_modules() if not list(m.children())]
+    with torch.no_grad():
+        model(x)
+    for h in handles:  # never reached when model(x) raises
+        h.remove()
+    return found
+
+
+def _nonfinite_once_each(model, x):
+    return list(dict.fromkeys(nonfinite_layers_reference(model, x)))
 
 
 register(Exercise(
     "09.nonfinite_layers",
     "nonfinite_layers(model, x) runs model(x) once with forward hooks on every leaf module and returns "
     "the names (from named_modules) of the modules whose output contains NaN or Inf, in the order they "
-    "ran; the hooks are removed afterwards.",
+    "ran (a module that runs twice is listed each time); the hooks are removed afterwards, even when "
+    "the forward pass raises.",
     nonfinite_layers_reference,
     _nonfinite_cases(),
     _nonfinite_verify,
@@ -267,6 +424,16 @@ register(Exercise(
                 "`finally:` block, or every later forward pass keeps running your hook.",
                 _nonfinite_hooks_left,
                 detect=lambda out, a, k: any(m._forward_hooks for m in a[0].modules())),
+        Mistake("hooks removed without `finally`",
+                "if model(x) raises, the lines after it never run: put the handle.remove() loop in "
+                "`try: ... finally:` so the hooks go even when the forward pass fails.",
+                _nonfinite_no_finally, detect=lambda out, a, k: _CANDIDATE.get("raise_left_hooks", False)),
+        Mistake("a module that runs twice listed once",
+                "append the name every time the hook sees a non-finite output (no `if name not in "
+                "found`): a shared layer that runs twice is two places to look.",
+                _nonfinite_once_each,
+                detect=lambda out, a, k: isinstance(out, list) and out == _nonfinite_once_each(*a)
+                != nonfinite_layers_reference(*a)),
         Mistake("checks only NaN, misses Inf",
                 "exp overflow and division by zero give inf, not nan: test ~torch.isfinite(out).all().",
                 _nonfinite_nan_only),
@@ -279,6 +446,7 @@ register(Exercise(
                 "would be reported twice; keep modules with `not list(m.children())`.",
                 _nonfinite_all_modules),
     ],
+    inspect=_nonfinite_remember,
 ))
 
 
@@ -334,6 +502,17 @@ def _step_zero_after_backward(model, batch, optimizer, loss_fn):
     return loss.item()
 
 
+def _step_zero_by_hand(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    for p in model.parameters():
+        p.grad.zero_()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
 def _step_tensor(model, batch, optimizer, loss_fn):
     x, y = batch
     model.train()
@@ -344,8 +523,9 @@ def _step_tensor(model, batch, optimizer, loss_fn):
     return loss
 
 
-def fix_train_step_inputs(seed: int) -> tuple[nn.Module, tuple, torch.optim.Optimizer, nn.Module]:
-    """A small classifier in eval mode with stale gradients (as the notebook's broken program leaves it)."""
+def fix_train_step_inputs(seed: int, stale: bool = True) -> tuple[nn.Module, tuple, torch.optim.Optimizer, nn.Module]:
+    """A small classifier in eval mode with stale gradients (as the notebook's broken program leaves it);
+    ``stale=False``: no gradients yet (``.grad`` is None, as after ``zero_grad()``)."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
@@ -353,15 +533,16 @@ def fix_train_step_inputs(seed: int) -> tuple[nn.Module, tuple, torch.optim.Opti
         x = torch.randn(32, 6, generator=gen)
         y = (x[:, :4] * 3).argmax(dim=1)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        nn.functional.cross_entropy(model(x + 1), y).backward()   # last step's gradients, never cleared
+        if stale:
+            nn.functional.cross_entropy(model(x + 1), y).backward()   # last step's gradients, never cleared
     model.eval()                                                   # left over from a validation pass
     return model, (x, y), optimizer, nn.CrossEntropyLoss()
 
 
-def _fix_case(seed: int):
+def _fix_case(seed: int, stale: bool = True):
     def make():
-        model, batch, optimizer, loss_fn = fix_train_step_inputs(seed)
-        model._case_seed = seed  # lets verify rebuild identical inputs for the reference
+        model, batch, optimizer, loss_fn = fix_train_step_inputs(seed, stale)
+        model._case_seed = (seed, stale)  # lets verify rebuild identical inputs for the reference
         return (model, batch, optimizer, loss_fn), {}
     return make
 
@@ -372,7 +553,7 @@ def _fix_verify(out, ref, args, kwargs):
     if abs(out - ref) > 1e-5 * max(1.0, abs(ref)):
         return f"returned loss {out:.4f}, expected {ref:.4f} (this batch's cross-entropy before the update)"
     model = args[0]
-    expected_model, batch, optimizer, loss_fn = fix_train_step_inputs(model._case_seed)
+    expected_model, batch, optimizer, loss_fn = fix_train_step_inputs(*model._case_seed)
     fix_train_step_reference(expected_model, batch, optimizer, loss_fn)
     with torch.no_grad():
         diff = max(float((p - q).abs().max()) for p, q in zip(model.parameters(), expected_model.parameters()))
@@ -381,11 +562,37 @@ def _fix_verify(out, ref, args, kwargs):
     return None
 
 
+def _step_zero_at_end(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()  # too late for the gradients the model arrived with
+    return loss.item()
+
+
+def _right_without_stale_grads(out, args, kwargs) -> bool:
+    """Wrong on this case (stale .grad), right on the same case without old gradients."""
+    seed, stale = args[0]._case_seed
+    candidate = _CANDIDATE.get("fn")
+    if not stale or candidate is None:
+        return False
+    mine = fix_train_step_inputs(seed, stale=False)
+    expected = fix_train_step_inputs(seed, stale=False)
+    try:
+        candidate(*mine)
+    except Exception:
+        return False
+    fix_train_step_reference(*expected)
+    return all(torch.allclose(p, q, atol=1e-6) for p, q in zip(mine[0].parameters(), expected[0].parameters()))
+
+
 def _doctor_says(code: str):
     def detect(out, args, kwargs) -> bool:
         from course_utils.doctor import diagnose
 
-        model, batch, optimizer, loss_fn = fix_train_step_inputs(args[0]._case_seed)
+        model, batch, optimizer, loss_fn = fix_train_step_inputs(*args[0]._case_seed)
         candidate = _CANDIDATE.get("fn")
         if candidate is None or not isinstance(out, (int, float)):
             return False  # wrong return types are reported by verify, not blamed on a training bug
@@ -404,12 +611,17 @@ def _remember(candidate: Any) -> None:
 
 register(Exercise(
     "09.fix_train_step",
-    "train_step(model, batch, optimizer, loss_fn) does one correct training step on batch = (x, y) and "
-    "returns the loss as a float: fix the three problems in the doctor's report of the broken step.",
+    "fix_train_step(model, batch, optimizer, loss_fn) does one correct training step on batch = (x, y) "
+    "and returns the loss as a Python float: the broken step with the three problems of the doctor's "
+    "report fixed. The model arrives in eval mode, with last step's gradients in .grad or none at all.",
     fix_train_step_reference,
-    [_fix_case(s) for s in (0, 1)],
+    [_fix_case(0), _fix_case(1), _fix_case(2, stale=False)],
     _fix_verify,
     [
+        Mistake("zeroes .grad by hand (breaks when .grad is None)",
+                "before the first backward() (or after zero_grad()) .grad is None, so p.grad.zero_() "
+                "raises: call optimizer.zero_grad().",
+                _step_zero_by_hand, error_match="has no attribute 'zero_'"),
         Mistake("returns a tensor instead of a float",
                 "return loss.item(): a tensor keeps the graph (and, on a GPU, the device) alive.",
                 _step_tensor, detect=lambda out, a, k: isinstance(out, torch.Tensor)),
@@ -417,6 +629,10 @@ register(Exercise(
                 "the model arrives with last step's gradients in .grad: call optimizer.zero_grad() "
                 "before loss.backward().",
                 _step_no_zero_grad, detect=_doctor_says("ZERO_GRAD_MISSING")),
+        Mistake("gradients cleared after the step, not before backward",
+                "the model arrives with last step's gradients in .grad: call optimizer.zero_grad() at "
+                "the START of the step, before loss.backward() (zeroing at the end is too late for them).",
+                _step_zero_at_end, detect=_right_without_stale_grads),
         Mistake("softmax before CrossEntropyLoss (SOFTMAX_BEFORE_CE)",
                 "pass the model's logits straight to the loss: CrossEntropyLoss applies log_softmax itself.",
                 _step_softmax, detect=_doctor_says("SOFTMAX_BEFORE_CE")),

@@ -135,8 +135,9 @@ def _time_cases():
                       "sync": dev.sync if with_sync else None}
             return (dev.fn,), kwargs
         return factory
+    # the last two: a CPU (no sync to call), and no warm-up at all (then the first call is timed)
     return [make(0.01, 2.0, 2, 5), make(0.003, 1.5, 1, 8), make(0.02, 0.5, 3, 4),
-            make(0.005, 1.0, 2, 6, asynchronous=False, with_sync=False)]
+            make(0.005, 1.0, 2, 6, asynchronous=False, with_sync=False), make(0.004, 0.3, 0, 3)]
 
 
 def _device_of(kwargs: dict[str, Any]) -> FakeAsyncDevice:
@@ -198,7 +199,7 @@ def _same_as(*variants: Callable[..., float]) -> Callable[[Any, tuple, dict], bo
 register(Exercise(
     "10.time_it",
     "time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter) calls fn() `warmup` "
-    "times untimed, then returns the mean seconds per call over `repeats` calls. Read the time "
+    "times untimed (warmup may be 0), then returns the mean seconds per call over `repeats` calls. Read the time "
     "with clock(); when sync is given, call it after the warm-up and after the timed calls.",
     time_it_reference,
     _time_cases(),
@@ -273,16 +274,16 @@ def _loss_sum(step_losses):
 
 
 def _loss_cases():
-    def make(seed, steps):
+    def make(seed, steps, dtype=torch.float32):
         def factory():
             counting = type("SyncCountingTensor", (_SyncCounter,), {"syncs": 0})
             gen = torch.Generator().manual_seed(seed)
-            w = torch.randn(3, generator=gen, requires_grad=True)
-            x = torch.randn(steps, 3, generator=gen)
+            w = torch.randn(3, generator=gen, dtype=dtype, requires_grad=True)
+            x = torch.randn(steps, 3, generator=gen, dtype=dtype)
             losses = [((x[i] * w).sum() ** 2).as_subclass(counting) for i in range(steps)]
             return (losses,), {}
         return factory
-    return [make(0, 4), make(1, 7), make(2, 1)]
+    return [make(0, 4), make(1, 7), make(2, 1), make(3, 5, torch.float64)]  # float64 stays float64
 
 
 def _loss_verify(out, ref, args, kwargs):
@@ -300,7 +301,8 @@ def _loss_verify(out, ref, args, kwargs):
 register(Exercise(
     "10.mean_epoch_loss",
     "mean_epoch_loss(step_losses) returns the mean of the per-step loss tensors as a detached "
-    "0-dim tensor, without any .item()/float()/.tolist() (each one is a host-device sync).",
+    "0-dim tensor in their dtype, without any .item()/float()/.tolist() (each one is a host-device "
+    "sync) and without changing the given tensors.",
     mean_epoch_loss_reference,
     _loss_cases(),
     _loss_verify,
@@ -377,11 +379,17 @@ def _clip_alias(x):
     return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
 
 
+def _clip_in_place(x):
+    return torch.cond(x.norm() > 1, lambda v: v.div_(v.norm()), lambda v: v.clone(), (x,))
+
+
 def _clip_cases():
     def make(seed, scale, n):
         return lambda: ((scale * torch.randn(n, generator=torch.Generator().manual_seed(seed)),), {})
     # one shape for every case: torch.cond compiles its branches once per input shape
-    return [make(0, 3.0, 4), make(1, 0.05, 4), make(2, 10.0, 4), make(3, 0.1, 4)]
+    # norm exactly 1 is a boundary where both branches give x itself (">" and ">=" agree there)
+    return [make(0, 3.0, 4), make(1, 0.05, 4), make(2, 10.0, 4), make(3, 0.1, 4),
+            lambda: ((torch.tensor([0.0, 1.0, 0.0, 0.0]),), {})]
 
 
 def _clip_verify(out, ref, args, kwargs):
@@ -411,6 +419,9 @@ register(Exercise(
                 "torch.cond(pred, true_fn, false_fn, operands): true_fn runs when pred is True, "
                 "i.e. when the norm is larger than 1.",
                 _clip_swapped),
+        Mistake("modifies the input in place inside a branch",
+                "torch.cond branches must not change their inputs: return v / v.norm(), not v.div_(...).",
+                _clip_in_place, error_match="captured completely"),
         Mistake("returns the input itself from a branch (aliasing)",
                 _ALIAS_HINT.split("): ", 1)[1],
                 _clip_alias, error_match="aliasing"),
