@@ -53,7 +53,8 @@ def hidden_env(tmp_path_factory):
     """(python of a venv without course_utils, environment for its kernels, git stand-in URL)."""
     base = tmp_path_factory.mktemp("bootstrap")
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # No pip of its own: `python -m pip` and setuptools come from the shared site-packages below.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
