@@ -419,10 +419,11 @@ _JS_CONTROLS = """(index) => {
     el.setAttribute('data-course-control', mark);
     found.push({mark, kind, label: lab === undefined ? label(el) : lab});
   };
-  for (const el of area.querySelectorAll('.jupyter-widgets, .widget-toggle-buttons, .widget-radio-box, button, select, input, textarea')) {
+  // (a SelectionSlider's element carries widget-slider but not jupyter-widgets)
+  for (const el of area.querySelectorAll('.jupyter-widgets, .widget-slider, .widget-hslider, .widget-vslider, .widget-toggle-buttons, .widget-radio-box, button, select, input, textarea')) {
     if (el.hasAttribute('data-course-control')) continue;
     const cls = el.classList;
-    if (cls.contains('widget-slider')) {
+    if (cls.contains('widget-slider') || cls.contains('widget-hslider') || cls.contains('widget-vslider')) {
       const handle = el.querySelector('.noUi-handle');
       if (handle) add(handle, 'slider', label(el));
     } else if (cls.contains('widget-toggle-buttons')) {
@@ -691,15 +692,20 @@ class LabDriver:
 
     def _operate(self, index: int, expected: Expected, report: Report) -> None:
         controls = [Control(**c) for c in self.page.evaluate(_JS_CONTROLS, index)]
+        if self._signature(index) is not None:
+            before = self._settled_signature(index)
+            self._check_pictures(index, expected, report, "on first display")
         if not controls:
-            report.notes.append(f"cell {index}: widget without controls (e.g. a progress bar): render checked only")
+            if index in expected.readouts:
+                report.problems.append(f"cell {index}: an explorer without operable controls on the page "
+                                       f"(see tests/browser_lab.py _JS_CONTROLS for what it looks for)")
+            else:
+                report.notes.append(f"cell {index}: widget without controls (e.g. a progress bar): render checked only")
             return
         if self._signature(index) is None:
             report.problems.append(f"cell {index}: the widget has controls ({', '.join(c.describe() for c in controls)}) "
                                    f"but no ipywidgets.Output area; see course_utils/widgets/__init__.py")
             return
-        before = self._settled_signature(index)
-        self._check_pictures(index, expected, report, "on first display")
         for control in controls:
             done = self._interact(control)
             if done is None:
@@ -744,7 +750,7 @@ class LabDriver:
         kind = control.kind
         if kind == "slider":
             # The readout shows the value with the widget's format; aria-valuenow is rounded.
-            state = ("e => { const box = e.closest('.widget-slider'); const r = box && box.querySelector('.widget-readout');"
+            state = ("e => { const box = e.closest('.widget-slider, .widget-hslider, .widget-vslider'); const r = box && box.querySelector('.widget-readout');"
                      " return (r && r.textContent.trim()) || e.getAttribute('aria-valuetext') || e.getAttribute('aria-valuenow'); }")
             before = element.evaluate(state)
             element.focus()
