@@ -106,7 +106,8 @@ class LRScheduleExplorer(Explorer):
         step_every = None if self.where.value == "auto" else self.where.value
         lrs = lr_curve(name, epochs=epochs, steps_per_epoch=self.steps_per_epoch, lr=lr,
                        step_every=step_every, **params)
-        text = (f"settings: lr={lr:g}, epochs={epochs}, step_size={self.step_size.value} (StepLR), "
+        called = dict((value, label) for label, value in self.where.options)[self.where.value]
+        text = (f"settings: step() called: {called}, lr={lr:g}, epochs={epochs}, step_size={self.step_size.value} (StepLR), "
                 f"gamma/factor={gamma:.2f} (StepLR, ReduceLROnPlateau), pct_start={pct:.2f} (OneCycleLR)\n"
                 + schedule_summary(name, epochs=epochs, steps_per_epoch=self.steps_per_epoch, lr=lr,
                                    step_every=step_every, **params))
