@@ -3,6 +3,22 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# `make lab TORCH=cpu`: torch and torchvision from PyTorch's CPU wheel index (smaller download,
+# no CUDA libraries), the same versions as requirements.txt; everything else from PyPI.
+# Decided when .venv is first created (`make clean` to switch).
+TORCH ?= default
+CPU_INDEX  := https://download.pytorch.org/whl/cpu
+TORCH_PINS := $(shell grep -E '^(torch|torchvision)==' requirements.txt)
+ifeq ($(TORCH),cpu)
+TORCH_STEP := $(BIN)/python -m pip install --index-url $(CPU_INDEX) $(TORCH_PINS)
+else ifeq ($(TORCH),default)
+TORCH_STEP := @echo "torch: from PyPI (on Linux the CUDA build, about 2.9 GB; \`make clean lab TORCH=cpu\` for the CPU build)"
+else
+$(error TORCH must be `cpu` or `default`, found `$(TORCH)`)
+endif
+# Your working copies: `make lab` copies notebooks/ here once (git ignores work/), never overwrites.
+WORK := work
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 # Extra arguments for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
 LAB_ARGS ?=
 # Jupyter refuses to start as root (containers, CI machines) unless told it is intended.
@@ -11,18 +27,38 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab test lint unit notebooks bench mutation clean
+.PHONY: lab work reset test lint unit notebooks bench mutation clean
 LINTED := course_utils tools tests benchmarks lessons conftest.py
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(TORCH_STEP)
 	$(BIN)/python -m pip install -r requirements.txt
 	$(BIN)/python -m pip install --no-deps -e .
+	mkdir -p $(LAB_SETTINGS) && cp binder/overrides.json $(LAB_SETTINGS)/overrides.json
 	touch $(STAMP)
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab $(ROOT_ARGS) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb $(LAB_ARGS)
+lab: $(STAMP) work
+	$(BIN)/jupyter lab $(ROOT_ARGS) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(WORK)/00_welcome.ipynb $(LAB_ARGS)
+
+# Copies every notebook that work/ does not have yet (a new lesson after `git pull` too).
+work:
+	@mkdir -p $(WORK)
+	@for nb in notebooks/*.ipynb; do \
+	  if [ ! -e "$(WORK)/$${nb##*/}" ]; then cp "$$nb" "$(WORK)/" && echo "new working copy: $(WORK)/$${nb##*/}"; fi; \
+	done
+
+# `make reset NB=03`: a fresh copy of notebooks/03_*.ipynb in work/; your old one is kept as *.bak.ipynb.
+reset:
+	@echo "$(NB)" | grep -Eq '^[0-9][0-9]$$' || { echo "usage: make reset NB=03 (two digits)"; exit 2; }
+	@set -e; for nb in notebooks/$(NB)_*.ipynb; do \
+	  test -e "$$nb" || { echo "no notebook notebooks/$(NB)_*.ipynb"; exit 2; }; \
+	  name=$${nb##*/}; mkdir -p $(WORK); \
+	  if [ -e "$(WORK)/$$name" ]; then mv "$(WORK)/$$name" "$(WORK)/$${name%.ipynb}.bak.ipynb"; \
+	    echo "your copy is now $(WORK)/$${name%.ipynb}.bak.ipynb"; fi; \
+	  cp "$$nb" "$(WORK)/$$name" && echo "fresh copy: $(WORK)/$$name"; \
+	done
 
 # Lint, then unit + doctests, then every notebook in notebooks/ and solutions/ re-executed and compared.
 test: $(STAMP)

@@ -1,13 +1,16 @@
 """``setup()``: the first cell of every notebook.
 
 Seeds every random generator, fixes the thread count (so printed numbers are identical on
-every run), sets print precision and plot defaults, and prints the versions once.
+every run), sets print precision and plot defaults, and prints the versions once. Warns, once
+per kernel, when the installed torch is not the version the course's outputs were made with.
 
 Example:
-    >>> from course_utils.setup import setup
+    >>> from course_utils.setup import setup, version_warning
     >>> info = setup(seed=0, verbose=False)
     >>> info["threads"], info["seed"]
     (1, 0)
+    >>> version_warning("2.14.1+cpu") is None, version_warning("2.5.0")[:40]
+    (True, 'This course was tested with torch 2.14.1')
 """
 
 from __future__ import annotations
@@ -20,6 +23,19 @@ from typing import Any
 #: Digits printed for tensors and arrays: enough to teach, few enough to be identical
 #: across CPUs whose float rounding differs in the last bits.
 PRINT_PRECISION = 4
+
+#: The torch version every saved output was produced with (requirements.txt pins it).
+TESTED_TORCH = "2.14.1"
+_warned: set[str] = set()
+
+
+def version_warning(version: str) -> str | None:
+    """The warning for a torch ``version`` other than :data:`TESTED_TORCH` (build suffix ignored)."""
+    if version.split("+")[0] == TESTED_TORCH:
+        return None
+    return (f"This course was tested with torch {TESTED_TORCH}; this kernel has torch {version}. "
+            f"Most cells still work, but some printed numbers, messages or warnings may differ "
+            f"from the saved outputs.")
 
 
 def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, Any]:
@@ -39,6 +55,10 @@ def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, An
     torch.set_printoptions(precision=PRINT_PRECISION, sci_mode=False)
     np.set_printoptions(precision=PRINT_PRECISION, suppress=True)
     _plot_defaults()
+    message = version_warning(torch.__version__)
+    if message and message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, UserWarning, stacklevel=2)
 
     from course_utils.devices import pick_device
 

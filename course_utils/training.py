@@ -274,6 +274,7 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
     finally:
         if bar is not None:
             bar.close()
+            _show_final(bar)
         if handle is not None:
             handle.close()
     if any(math.isnan(r["train_loss"]) for r in history.epochs) and verbose:
@@ -288,7 +289,27 @@ def _progress_bar(epochs: int, loader: Iterable) -> Any:
         total: int | None = epochs * len(loader)  # type: ignore[arg-type]
     except TypeError:  # an iterable-style loader may not know its length
         total = None
-    return tqdm(total=total, desc="training", unit="step", leave=True)
+    bar = tqdm(total=total, desc="training", unit="step", leave=True, display=False) \
+        if _notebook_tqdm(tqdm) else tqdm(total=total, desc="training", unit="step", leave=True)
+    if hasattr(bar, "container"):  # the Jupyter widget: shown with a display id, see _show_final
+        from IPython.display import display
+
+        bar._course_display = display(bar.container, display_id=True)
+    return bar
+
+
+def _notebook_tqdm(tqdm_class: Any) -> bool:
+    """True when ``tqdm.auto`` picked the Jupyter widget bar (it then accepts ``display=False``)."""
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    return isinstance(tqdm_class, type) and issubclass(tqdm_class, notebook_tqdm)
+
+
+def _show_final(bar: Any) -> None:
+    """Refresh the shown bar's saved form, so a saved notebook reads "100% 188/188", not "0%"."""
+    handle = getattr(bar, "_course_display", None)
+    if handle is not None:
+        handle.update(bar.container)
 
 
 def read_csv_log(path: str | Path) -> list[Row]:

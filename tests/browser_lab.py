@@ -22,8 +22,10 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -44,6 +46,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 REQUIRE_ENV = "REQUIRE_BROWSER_TESTS"
 ERROR_TAGS = ("raises-exception", "stderr-is-the-lesson")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: How a course explorer's text/plain form starts (course_utils/widgets/base.py), and where its readout begins.
+INTERACTIVE_NOTE = "Interactive widget: it needs a running kernel."
+READOUT_PREFIX = "It starts at: "
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:e[+-]?\d+)?")
 
 #: Seconds; override with the environment variables of the same name (e.g. on a slow machine).
 TIMEOUTS = {
@@ -80,6 +86,7 @@ class Expected:
     error_cells: set[int] = field(default_factory=set)    # may show an error or stderr
     raising_cells: set[int] = field(default_factory=set)  # must show an error
     widgets: dict[int, int] = field(default_factory=dict)  # cell -> widget views in the file
+    readouts: dict[int, str] = field(default_factory=dict)  # cell -> a course explorer's saved readout
 
 
 def expectations(path: Path, nb: Any = None) -> Expected:
@@ -94,10 +101,23 @@ def expectations(path: Path, nb: Any = None) -> Expected:
         if "raises-exception" in tags:
             exp.raising_cells.add(index)
         if cell.cell_type == "code":
-            count = sum(1 for out in cell.get("outputs", []) if WIDGET_MIME in out.get("data", {}))
-            if count:
-                exp.widgets[index] = count
+            views = [out["data"] for out in cell.get("outputs", []) if WIDGET_MIME in out.get("data", {})]
+            if views:
+                exp.widgets[index] = len(views)
+            for data in views:
+                plain = "".join(data.get("text/plain", ""))
+                if plain.startswith(INTERACTIVE_NOTE):  # a course explorer: its readout is in the file
+                    exp.readouts[index] = plain.split(READOUT_PREFIX, 1)[-1]
     return exp
+
+
+def numbers(text: str) -> list[str]:
+    """The numbers in a readout, as written (``545,098``, ``30.1``, ``1e-05``).
+
+    >>> numbers("Adam, 545,098 parameters, batch 64: total 30.1 MiB, lr 1e-05")
+    ['545,098', '64', '30.1', '1e-05']
+    """
+    return _NUMBER.findall(text)
 
 
 def _strip(nb: Any) -> Any:
@@ -292,11 +312,14 @@ class Report:
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     page_errors: list[str] = field(default_factory=list)
+    checked_pictures: int = 0
+    screenshots: list[str] = field(default_factory=list)
 
     def format(self) -> str:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.phases.items())
         lines = [f"{self.notebook}: {len(self.problems)} problem(s) in JupyterLab (headless chromium); "
-                 f"{self.widgets} widget(s), {self.interactions} interaction(s); {phases}"]
+                 f"{self.widgets} widget(s), {self.interactions} interaction(s), "
+                 f"{self.checked_pictures} picture check(s); {phases}"]
         lines += [f"  - {p}" for p in self.problems]
         if self.page_errors:
             lines.append("  browser console errors (for diagnosis):")
@@ -396,10 +419,11 @@ _JS_CONTROLS = """(index) => {
     el.setAttribute('data-course-control', mark);
     found.push({mark, kind, label: lab === undefined ? label(el) : lab});
   };
-  for (const el of area.querySelectorAll('.jupyter-widgets, .widget-toggle-buttons, .widget-radio-box, button, select, input, textarea')) {
+  // (a SelectionSlider's element carries widget-slider but not jupyter-widgets)
+  for (const el of area.querySelectorAll('.jupyter-widgets, .widget-slider, .widget-hslider, .widget-vslider, .widget-toggle-buttons, .widget-radio-box, button, select, input, textarea')) {
     if (el.hasAttribute('data-course-control')) continue;
     const cls = el.classList;
-    if (cls.contains('widget-slider')) {
+    if (cls.contains('widget-slider') || cls.contains('widget-hslider') || cls.contains('widget-vslider')) {
       const handle = el.querySelector('.noUi-handle');
       if (handle) add(handle, 'slider', label(el));
     } else if (cls.contains('widget-toggle-buttons')) {
@@ -430,6 +454,52 @@ _JS_SIGNATURE = """(index) => {
   return outs.map(o => o.innerText.trim() + ' | ' +
       [...o.querySelectorAll('img')].map(i => hash(i.src)).join(',') + ' | ' +
       [...o.querySelectorAll('svg, canvas')].map(s => hash(s.outerHTML)).join(',')).join(' || ');
+}"""
+
+# What the top-level widget Outputs of one cell show: their text, and for every image whether it
+# is blank (one colour; drawn into a canvas, sampled on a grid), plus the explorers' model ids.
+_JS_PICTURES = """async (index) => {
+  const cell = window.__coursePanel.content.widgets[index];
+  const outs = [...cell.node.querySelectorAll('.widget-output')].filter(o => !o.parentElement.closest('.widget-output'));
+  const ids = [];
+  for (let i = 0; i < cell.model.outputs.length; i++) {
+    const data = cell.model.outputs.get(i).data || {};
+    const view = data['application/vnd.jupyter.widget-view+json'];
+    if (view) ids.push(view.model_id);
+  }
+  const blank = async img => {
+    if (!img.complete) await new Promise(r => { img.onload = r; img.onerror = r; setTimeout(r, 2000); });
+    const w = img.naturalWidth, h = img.naturalHeight;
+    if (!w || !h) return {width: w, height: h, blank: true};
+    const canvas = document.createElement('canvas'); canvas.width = w; canvas.height = h;
+    const ctx = canvas.getContext('2d'); ctx.drawImage(img, 0, 0);
+    const px = ctx.getImageData(0, 0, w, h).data, first = px.slice(0, 4);
+    let differ = 0, total = 0;
+    for (let y = 0; y < h; y += 2) for (let x = 0; x < w; x += 2) {
+      const k = 4 * (y * w + x); total += 1;
+      if (Math.abs(px[k] - first[0]) + Math.abs(px[k + 1] - first[1]) + Math.abs(px[k + 2] - first[2]) > 30) differ += 1;
+    }
+    return {width: w, height: h, blank: differ < 0.002 * total};
+  };
+  const result = [];
+  for (const o of outs) {
+    const images = [];
+    for (const img of o.querySelectorAll('img')) images.push(await blank(img));
+    result.push({text: o.innerText.trim(), images});
+  }
+  return {outputs: result, ids};
+}"""
+
+# The readout a live course explorer computes for its current control values (None if it is none).
+_JS_READOUT = """async (modelId) => {
+  const kernel = window.__coursePanel.sessionContext.session.kernel;
+  const code = 'from course_utils.widgets.base import readout as _course_readout\\n'
+             + 'print(repr(_course_readout(' + JSON.stringify(modelId) + ')))';
+  const future = kernel.requestExecute({code, silent: false, store_history: false});
+  let text = '';
+  future.onIOPub = msg => { if (msg.header.msg_type === 'stream') text += msg.content.text; };
+  await future.done;
+  return text.trim();
 }"""
 
 _JS_CLOSE = """async () => {
@@ -577,18 +647,65 @@ class LabDriver:
                                        f"the page shows {len(views)}")
             report.widgets += len(rendered)
             if rendered:
-                self._operate(index, report)
+                self._operate(index, expected, report)
 
-    def _operate(self, index: int, report: Report) -> None:
+    def _check_pictures(self, index: int, expected: Expected, report: Report, when: str) -> None:
+        """Every image non-blank; a course explorer shows a picture and the numbers it should."""
+        shown = self.page.evaluate(_JS_PICTURES, index)
+        if when == "on first display":
+            self._cell_screenshot(index, expected.name, report)
+        for number, output in enumerate(shown["outputs"]):
+            blank = [i for i, image in enumerate(output["images"]) if image["blank"]]
+            if blank:
+                report.problems.append(f"cell {index}: {when}, the widget's picture is blank "
+                                       f"(image {blank[0] + 1} of {len(output['images'])} is one colour)")
+            if index not in expected.readouts or number > 0:
+                continue
+            if not output["images"]:
+                report.problems.append(f"cell {index}: {when}, the explorer shows no picture "
+                                       f"(text: {output['text'][:120]!r})")
+            if when == "on first display":
+                want, source = expected.readouts[index], "the committed notebook's static rendering"
+            else:
+                ids = shown["ids"]
+                raw = self.page.evaluate(_JS_READOUT, ids[0]) if ids else "None"
+                if raw in ("", "None"):
+                    report.problems.append(f"cell {index}: {when}, the kernel knows no explorer for this widget")
+                    continue
+                want, source = ast.literal_eval(raw), "what the kernel computes for the controls' values"
+            if numbers(output["text"]) != numbers(want):
+                report.problems.append(f"cell {index}: {when}, the readout's numbers {numbers(output['text'])} "
+                                       f"differ from {source}: {numbers(want)}")
+        report.checked_pictures += 1
+
+    def _cell_screenshot(self, index: int, name: str, report: Report) -> None:
+        """A picture of the cell's output as the learner sees it on first display (runs/browser/widgets/)."""
+        try:
+            target = self.screenshots / "widgets" / f"{Path(name).stem}_cell{index}_first_display.png"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self.page.evaluate("(i) => window.__coursePanel.content.widgets[i].node"
+                               ".setAttribute('data-course-cell', String(i))", index)
+            self.page.locator(f'[data-course-cell="{index}"] .jp-Cell-outputArea').first.screenshot(path=str(target))
+            report.screenshots.append(str(target))
+        except Exception as exc:  # a convenience; never mask the real result
+            report.notes.append(f"no widget screenshot for cell {index} ({type(exc).__name__})")
+
+    def _operate(self, index: int, expected: Expected, report: Report) -> None:
         controls = [Control(**c) for c in self.page.evaluate(_JS_CONTROLS, index)]
+        if self._signature(index) is not None:
+            before = self._settled_signature(index)
+            self._check_pictures(index, expected, report, "on first display")
         if not controls:
-            report.notes.append(f"cell {index}: widget without controls (e.g. a progress bar): render checked only")
+            if index in expected.readouts:
+                report.problems.append(f"cell {index}: an explorer without operable controls on the page "
+                                       f"(see tests/browser_lab.py _JS_CONTROLS for what it looks for)")
+            else:
+                report.notes.append(f"cell {index}: widget without controls (e.g. a progress bar): render checked only")
             return
         if self._signature(index) is None:
             report.problems.append(f"cell {index}: the widget has controls ({', '.join(c.describe() for c in controls)}) "
                                    f"but no ipywidgets.Output area; see course_utils/widgets/__init__.py")
             return
-        before = self._settled_signature(index)
         for control in controls:
             done = self._interact(control)
             if done is None:
@@ -604,6 +721,7 @@ class LabDriver:
                                        f"within {self.widget_timeout:.0f} s")
                 continue
             before = self._settled_signature(index)
+            self._check_pictures(index, expected, report, f"after {done}")
             errors = self.page.evaluate(_JS_STATE)["cells"][index]["errors"]
             if errors:
                 report.problems.append(f"cell {index}: after {done} the widget shows an error: "
@@ -632,7 +750,7 @@ class LabDriver:
         kind = control.kind
         if kind == "slider":
             # The readout shows the value with the widget's format; aria-valuenow is rounded.
-            state = ("e => { const box = e.closest('.widget-slider'); const r = box && box.querySelector('.widget-readout');"
+            state = ("e => { const box = e.closest('.widget-slider, .widget-hslider, .widget-vslider'); const r = box && box.querySelector('.widget-readout');"
                      " return (r && r.textContent.trim()) || e.getAttribute('aria-valuetext') || e.getAttribute('aria-valuenow'); }")
             before = element.evaluate(state)
             element.focus()
@@ -674,6 +792,21 @@ class LabDriver:
             element.press("Enter")
             return f"typing into {control.describe()}"
         return None
+
+    def open_and_save(self, lab_path: str) -> None:
+        """Open a notebook with its kernel (as a learner does), save it unchanged, close it."""
+        healthy = False
+        try:
+            if self.page is None:
+                self.open_lab()
+            self.page.evaluate(_JS_OPEN, lab_path)
+            self._wait(lambda: self.page.evaluate(_JS_KERNEL) == "idle", timeout("BROWSER_LOAD_TIMEOUT"),
+                       "the kernel to start and become idle")
+            time.sleep(0.5)  # the kernel's language_info reaches the model right after it is idle
+            self.page.evaluate("async () => { await window.__coursePanel.context.save(); }")
+            healthy = True
+        finally:
+            self._close_notebook(healthy)
 
     # -- clean-up ----------------------------------------------------------------------------
 

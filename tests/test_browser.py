@@ -12,7 +12,9 @@ Run other files:   ``BROWSER_NOTEBOOKS=/tmp/scratch .venv/bin/python -m pytest t
 
 from __future__ import annotations
 
+import difflib
 import os
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -120,6 +122,33 @@ with pick_out:
 widgets.VBox([pick, pick_out])'''
 
 
+_BLANK = '''import base64, io
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+
+def png(blank):
+    fig = Figure(figsize=(2, 1.5))
+    ax = fig.subplots()
+    if blank:
+        ax.set_axis_off()                      # a white picture, like a chart drawn too late
+    else:
+        ax.plot([0, 1], [0, 1])
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+late = widgets.IntSlider(value=1, min=0, max=5, description="late")
+late_out = widgets.Output()
+
+def show(change=None, blank=False):
+    late_out.outputs = ({"output_type": "display_data", "metadata": {},
+                         "data": {"image/png": png(blank), "text/plain": "figure"}},)
+
+late.observe(show, names="value")
+show(blank=True)                               # the first picture is blank; a move draws it
+widgets.VBox([late, late_out])'''
+
+
 def _selftest_notebook():
     cells = [nbformat.v4.new_markdown_cell("# Gate self-test"),
              nbformat.v4.new_code_cell(_GOOD),
@@ -127,7 +156,8 @@ def _selftest_notebook():
              nbformat.v4.new_code_cell(_RAISES),
              nbformat.v4.new_code_cell("1 / 0"),
              nbformat.v4.new_code_cell("import sys\nprint('not a lesson', file=sys.stderr)"),
-             nbformat.v4.new_code_cell("print('this cell shows no widget')")]
+             nbformat.v4.new_code_cell("print('this cell shows no widget')"),
+             nbformat.v4.new_code_cell(_BLANK)]
     cells[4].metadata["tags"] = ["raises-exception"]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -146,14 +176,16 @@ def test_gate_catches_broken_widgets_and_errors(lab) -> None:
         driver.widget_timeout = browser_lab.timeout("BROWSER_WIDGET_TIMEOUT")
     text = report.format()
     print(text)
-    about = {i: [p for p in report.problems if p.startswith(f"cell {i}")] for i in range(7)}
-    assert about[1] == [] and report.widgets == 3, text        # the working widget passes ...
+    about = {i: [p for p in report.problems if p.startswith(f"cell {i}:") or p.startswith(f"cell {i} ")]
+             for i in range(8)}
+    assert about[1] == [] and report.widgets == 4, text        # the working widget passes ...
     assert report.interactions >= 6, text                      # ... after all 4 controls were operated
     assert "did not change" in " ".join(about[2]), text        # a callback that does nothing
     assert "shows an error" in " ".join(about[3]), text        # a callback that raises
     assert about[4] == [], text                                # a tagged error is expected
     assert "error/stderr" in " ".join(about[5]), text          # untagged stderr is not
     assert "displays 1 widget" in " ".join(about[6]), text     # a widget promised by the file is missing
+    assert about[7] == ["cell 7: on first display, the widget's picture is blank (image 1 of 1 is one colour)"], text
 
 
 def test_missing_chromium_skips_or_fails_when_required(monkeypatch, tmp_path) -> None:
@@ -182,3 +214,23 @@ def test_notebook_runs_and_widgets_react(lab, notebook: Path, record_property) -
     record_property("widgets", report.widgets)
     print(report.format())
     assert not report.problems, report.format()
+
+
+@pytest.mark.browser
+def test_open_and_save_leaves_notebooks_byte_identical(lab) -> None:
+    """Opening a committed notebook in JupyterLab (kernel started) and saving it changes no byte,
+    so a learner's unedited copy never blocks ``git pull``."""
+    driver, _ = lab
+    changed = []
+    for folder in ("notebooks", "solutions"):
+        sources = sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb"))
+        target = driver.server.root / f"saved-{folder}"
+        target.mkdir()
+        for source in sources:
+            shutil.copyfile(source, target / source.name)
+            driver.open_and_save(f"saved-{folder}/{source.name}")
+            before, after = source.read_text(encoding="utf-8"), (target / source.name).read_text(encoding="utf-8")
+            if before != after:
+                diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))
+                changed.append(f"{folder}/{source.name}: " + " / ".join(diff[2:8]))
+    assert not changed, "JupyterLab rewrote these on save:\n" + "\n".join(changed)

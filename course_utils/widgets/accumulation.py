@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import ipywidgets as w
 import torch
 
+from course_utils.widgets.base import Explorer, new_figure
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -92,14 +94,28 @@ class GradAccumulator:
 
 
 def draw_history(history: Sequence[Event], ax: "Axes | None" = None) -> "Figure":
-    """x.grad after each event as stacked bars: each colour is one backward call's contribution."""
-    import matplotlib.pyplot as plt
+    """x.grad after each event as stacked bars: each colour is one backward call's contribution.
+
+    With no event yet, the axes say so (x.grad is None until the first backward call).
+    """
+    import matplotlib
 
     if ax is None:
+        import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots(figsize=(max(3.5, 0.9 * len(history) + 1.5), 2.8))
     else:
         fig = ax.figure
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    palette = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    if not history:
+        ax.text(0.5, 0.5, "x.grad is None: no backward() call yet.\nPress y.backward().",
+                ha="center", va="center", fontsize=9, transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_ylabel("x.grad after the call")
+        ax.set_ylim(0, 1)
+        ax.set_title("each backward() adds its dy/dx to x.grad", fontsize=9)
+        fig.tight_layout()
+        return fig
     parts: list[tuple[float, int]] = []  # contributions since the last reset: (value, colour index)
     for i, event in enumerate(history):
         if event.added is None:
@@ -137,51 +153,36 @@ def accumulation_stepper(expressions: Sequence[str] = ("y = 2 * x", "y = 3 * x")
     return draw_history(acc.history)
 
 
-class AccumulationStepper(w.VBox):
+class AccumulationStepper(Explorer):
     """Pick an expression, press ``y.backward()`` again and again, reset with ``zero_grad``.
 
     ``accumulator`` holds the real tensor and the log; ``text`` is the table the Output shows.
     """
 
     def __init__(self) -> None:
-        from course_utils.widgets.broadcasting import in_kernel
-
-        self._in_kernel = in_kernel
         self.accumulator = GradAccumulator()
         self.expression = w.Dropdown(options=list(EXPRESSIONS), value="y = 2 * x", description="expression")
         self.backward_button = w.Button(description="y.backward()", button_style="primary")
         self.zero_button = w.Button(description="zero_grad()", tooltip="x.grad = None (set_to_none=True)")
-        self.output = w.Output()
-        self.text = ""
-        super().__init__([w.HBox([self.expression, self.backward_button, self.zero_button]), self.output])
+        super().__init__([w.HBox([self.expression, self.backward_button, self.zero_button])])
         self.backward_button.on_click(lambda _: self.step())
         self.zero_button.on_click(lambda _: self.reset())
-        self.expression.observe(lambda change: self._render(), names="value")
-        self._render()
+        self.expression.observe(self.refresh, names="value")
 
     def step(self) -> float:
         grad = self.accumulator.backward(self.expression.value)
-        self._render()
+        self.refresh()
         return grad
 
     def reset(self) -> None:
         self.accumulator.zero_grad(set_to_none=True)
-        self._render()
+        self.refresh()
 
-    def _render(self) -> None:
+    def render(self):
         acc = self.accumulator
         now = "None" if acc.grad is None else f"{acc.grad:g}"
-        self.text = (f"x = tensor([1.], requires_grad=True); next call: {self.expression.value}; "
-                     f"x.grad now: {now}\n" + acc.table())
-        if not self._in_kernel():
-            return
-        import matplotlib.pyplot as plt
-        from IPython.display import clear_output, display
-
-        with self.output:
-            clear_output(wait=True)
-            print(self.text)
-            if acc.history:
-                fig = draw_history(acc.history)
-                display(fig)
-                plt.close(fig)
+        text = (f"x = tensor([1.], requires_grad=True); next call: {self.expression.value}; "
+                f"x.grad now: {now}\n" + acc.table())
+        history = list(acc.history)
+        _, ax = new_figure(max(3.5, 0.9 * len(history) + 1.5), 2.8)
+        return text, draw_history(history, ax=ax)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Sequence
 import ipywidgets as w
 
 from course_utils.viz.shapes import BroadcastExplanation, draw_broadcast, explain_broadcast, parse_shape
+from course_utils.widgets.base import Explorer, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
@@ -80,11 +81,11 @@ def in_kernel() -> bool:
     return getattr(get_ipython(), "kernel", None) is not None
 
 
-class BroadcastExplorer(w.VBox):
+class BroadcastExplorer(Explorer):
     """Controls (two shapes, an example picker) above an Output with text and diagram.
 
     ``explanation`` (or ``error`` for an unreadable shape) and ``text`` always hold what the
-    Output shows; the drawing happens only inside a kernel.
+    Output shows.
     """
 
     def __init__(self, shape_a: str | Sequence[int] = "5, 1, 3", shape_b: str | Sequence[int] = "4, 1") -> None:
@@ -95,16 +96,13 @@ class BroadcastExplorer(w.VBox):
         self.shape_b = w.Text(value=as_text(shape_b), description="shape b", continuous_update=False)
         self.example = w.Dropdown(options=[(label, (a, b)) for label, a, b in EXAMPLES], value=None,
                                   description="example")  # starts blank: the shapes above are free text
-        self.output = w.Output()
         self.explanation: BroadcastExplanation | None = None
         self.error: str | None = None
-        self.text = ""
         self._picking = False
-        super().__init__([w.HBox([self.shape_a, self.shape_b]), self.example, self.output])
-        self.shape_a.observe(self._refresh, names="value")
-        self.shape_b.observe(self._refresh, names="value")
+        super().__init__([w.HBox([self.shape_a, self.shape_b]), self.example])
+        self.shape_a.observe(self._edited, names="value")
+        self.shape_b.observe(self._edited, names="value")
         self.example.observe(self._pick, names="value")
-        self._refresh()
 
     def _pick(self, change=None) -> None:
         if self.example.value is None:
@@ -112,29 +110,24 @@ class BroadcastExplorer(w.VBox):
         self._picking = True
         self.shape_a.value, self.shape_b.value = self.example.value
         self._picking = False
-        self._refresh()
+        self.refresh()
 
-    def _refresh(self, change=None) -> None:
+    def _edited(self, change=None) -> None:
         if self._picking:
             return
         if self.example.value is not None and self.example.value != (self.shape_a.value, self.shape_b.value):
             self.example.value = None  # the shapes were edited by hand: no example is selected any more
-        try:
-            self.explanation, self.error = explain_broadcast(self.shape_a.value, self.shape_b.value), None
-            self.text = _report(self.explanation)
-        except ValueError as exc:
-            self.explanation, self.error = None, str(exc)
-            self.text = self.error
-        if not in_kernel():
-            return
-        import matplotlib.pyplot as plt
-        from IPython.display import clear_output, display
+        self.refresh()
 
-        with self.output:
-            clear_output(wait=True)
-            print(self.text)
-            if self.explanation is None:
-                return
-            fig = draw_broadcast(self.explanation.shape_a, self.explanation.shape_b)
-            display(fig)
-            plt.close(fig)
+    def render(self):
+        try:
+            explanation, error = explain_broadcast(self.shape_a.value, self.shape_b.value), None
+        except ValueError as exc:
+            explanation, error = None, str(exc)
+        self.explanation, self.error = explanation, error
+        if explanation is None:
+            return str(error), None
+        width = max(len(explanation.columns), 1)
+        fig, ax = new_figure(1.1 + 0.75 * width, 2.2)
+        draw_broadcast(explanation.shape_a, explanation.shape_b, ax=ax)
+        return _report(explanation), fig

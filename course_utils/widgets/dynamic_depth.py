@@ -9,12 +9,16 @@ Example:
     [8.0, 4.0, 2.0, 1.0]
     >>> norm_trajectory(0.5)  # already small: no layer is applied
     [0.5]
+    >>> depth_explorer().text
+    'input norm 10, factor 0.5 → 4 layer applications'
 """
 
 from __future__ import annotations
 
 import ipywidgets as widgets
 import torch
+
+from course_utils.widgets.base import Explorer, new_figure
 
 
 def norm_trajectory(input_norm: float, factor: float = 0.5, max_steps: int = 20) -> list[float]:
@@ -42,14 +46,24 @@ def _plot(ax, input_norm: float, factor: float) -> None:
     ax.set_title(f"input norm {input_norm:g}, factor {factor:g}: depth {len(norms) - 1}")
 
 
+INPUT_NORMS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+FACTORS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def depth_readout(input_norm: float, factor: float) -> str:
+    """The line the explorer shows."""
+    depth = len(norm_trajectory(input_norm, factor)) - 1
+    return f"input norm {input_norm:g}, factor {factor:g} → {depth} layer applications"
+
+
 def depth_explorer(static: bool = False):
     """A slider for the input norm and one for the layer's factor; shows depth and the norms.
 
     With ``static=True`` draws, without widgets, the depth for a range of input norms.
     """
-    import matplotlib.pyplot as plt
-
     if static:
+        import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots()
         inputs = [0.5, 2, 5, 10, 50, 100, 500, 1000]
         ax.bar([str(v) for v in inputs], [len(norm_trajectory(v)) - 1 for v in inputs])
@@ -57,24 +71,23 @@ def depth_explorer(static: bool = False):
         ax.set_ylabel("layers applied (factor 0.5)")
         ax.set_title("The input decides how deep the network is")
         return fig
+    return DepthExplorer()
 
-    norm = widgets.FloatLogSlider(value=10, base=10, min=-0.5, max=3, step=0.1,
-                                  description="input ‖x‖")
-    factor = widgets.FloatSlider(value=0.5, min=0.1, max=0.9, step=0.1, description="factor")
-    out = widgets.Output()
 
-    def update(_change=None) -> None:
-        out.clear_output(wait=True)
-        with out:
-            depth = len(norm_trajectory(norm.value, factor.value)) - 1
-            print(f"input norm {norm.value:.3g} → {depth} layer applications")
-            fig, ax = plt.subplots(figsize=(5, 2.6))
-            _plot(ax, norm.value, factor.value)
-            plt.show()
+class DepthExplorer(Explorer):
+    """Two sliders (input norm, factor) above the readout and the norm after each layer."""
 
-    norm.observe(update, names="value")
-    factor.observe(update, names="value")
-    update()
-    box = widgets.VBox([widgets.HBox([norm, factor]), out])
-    return box
+    def __init__(self, input_norm: float = 10, factor: float = 0.5) -> None:
+        self.norm = widgets.SelectionSlider(options=[(f"{v:g}", v) for v in INPUT_NORMS], value=input_norm,
+                                            description="input ‖x‖")
+        self.factor = widgets.SelectionSlider(options=[(f"{v:g}", v) for v in FACTORS], value=factor,
+                                              description="factor")
+        super().__init__([widgets.HBox([self.norm, self.factor])])
+        self.norm.observe(self.refresh, names="value")
+        self.factor.observe(self.refresh, names="value")
 
+    def render(self):
+        fig, ax = new_figure(5, 2.6)
+        _plot(ax, self.norm.value, self.factor.value)
+        fig.tight_layout()
+        return depth_readout(self.norm.value, self.factor.value), fig

@@ -24,13 +24,14 @@ Example:
 
 from __future__ import annotations
 
-import base64
-import io
+import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from torch import nn
+
+from course_utils.widgets.base import Explorer, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -70,11 +71,33 @@ def deep_mlp(depth: int, width: int, activation: str) -> nn.Sequential:
 
 @lru_cache(maxsize=64)
 def _stds(scheme: str, activation: str, depth: int, width: int, batch: int, seed: int) -> tuple[float, ...]:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    # A private generator, never the global one: the explorer's callbacks may run on another
+    # thread while a cell draws random numbers. It makes exactly the draws (same order, same
+    # functions) that ``torch.manual_seed(seed)``, building ``deep_mlp``, ``apply(init_function)``
+    # and ``torch.randn`` make, so the numbers equal that global-RNG recipe.
+    if scheme not in INITS:
+        raise ValueError(f"expected an init scheme in {INITS}, found {scheme!r}")
+    g = torch.Generator().manual_seed(seed)
+    with torch.device("meta"):
         net = deep_mlp(depth, width, activation)
-        net.apply(init_function(scheme))
-        x = torch.randn(batch, width)
+    net = net.to_empty(device="cpu")
+    with torch.no_grad():
+        for layer in net:
+            if isinstance(layer, nn.Linear):  # what nn.Linear.reset_parameters() draws
+                nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=g)
+                bound = 1 / math.sqrt(layer.in_features)
+                nn.init.uniform_(layer.bias, -bound, bound, generator=g)
+        for layer in net:
+            if not isinstance(layer, nn.Linear) or scheme == "default":
+                continue
+            if scheme == "kaiming":
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu", generator=g)
+            elif scheme == "xavier":
+                nn.init.xavier_normal_(layer.weight, generator=g)
+            else:
+                nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        x = torch.randn(batch, width, generator=g)
     stds = []
     with torch.no_grad():
         for layer in net:
@@ -127,35 +150,33 @@ def init_explorer(static: bool = False, depth: int = 24, width: int = 256) -> An
     if static:
         return _static(depth, width)
 
-    import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-    from course_utils.viz.activations import plot_activation_stds
+    return InitExplorer(depth, width)
 
-    scheme = widgets.Dropdown(options=INITS, value="default", description="init")
-    activation = widgets.ToggleButtons(options=ACTIVATIONS, value="relu", description="activation")
-    layers = widgets.IntSlider(value=depth, min=20, max=max(60, depth), step=4, description="layers")
-    out = widgets.Output()
-    box = widgets.VBox([widgets.HBox([scheme, activation]), layers, out])
 
-    def render(change: object = None) -> None:
-        stds = {s: activation_stds(s, activation.value, layers.value, width) for s in INITS}
-        box.current = {"init": scheme.value, "activation": activation.value,
-                       "depth": layers.value, "stds": stds[scheme.value]}
-        fig, ax = plt.subplots()
-        plot_activation_stds(stds, ax=ax, highlight=scheme.value,
-                             title=f"{scheme.value} init, {activation.value}, {layers.value} layers")
-        png = io.BytesIO()
-        fig.savefig(png, format="png", bbox_inches="tight")
-        plt.close(fig)
-        # Set the Output's content directly: works the same in a kernel, in tests and in a browser.
-        out.outputs = (
-            {"output_type": "stream", "name": "stdout", "text": _summary(scheme.value, stds[scheme.value]) + "\n"},
-            {"output_type": "display_data", "metadata": {},
-             "data": {"image/png": base64.b64encode(png.getvalue()).decode("ascii"),
-                      "text/plain": "<activation std plot>"}},
-        )
+class InitExplorer(Explorer):
+    """Init dropdown and activation toggle, depth slider, and the std-per-layer plot.
 
-    for control in (scheme, activation, layers):
-        control.observe(render, names="value")
-    render()
-    return box
+    ``current`` holds what it shows (init, activation, depth, stds of the chosen init).
+    """
+
+    def __init__(self, depth: int = 24, width: int = 256) -> None:
+        import ipywidgets as widgets
+
+        self.width = width
+        self.scheme = widgets.Dropdown(options=INITS, value="default", description="init")
+        self.activation = widgets.ToggleButtons(options=ACTIVATIONS, value="relu", description="activation")
+        self.layers = widgets.IntSlider(value=depth, min=20, max=max(60, depth), step=4, description="layers")
+        self.current: dict[str, Any] = {}
+        super().__init__([widgets.HBox([self.scheme, self.activation]), self.layers])
+        for control in (self.scheme, self.activation, self.layers):
+            control.observe(self.refresh, names="value")
+
+    def render(self):
+        from course_utils.viz.activations import plot_activation_stds
+
+        scheme, activation, depth = self.scheme.value, self.activation.value, self.layers.value
+        stds = {s: activation_stds(s, activation, depth, self.width) for s in INITS}
+        self.current = {"init": scheme, "activation": activation, "depth": depth, "stds": stds[scheme]}
+        fig, ax = new_figure(6.4, 4.8)
+        plot_activation_stds(stds, ax=ax, highlight=scheme, title=f"{scheme} init, {activation}, {depth} layers")
+        return _summary(scheme, stds[scheme]), fig

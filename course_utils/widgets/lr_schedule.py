@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from course_utils.training import SCHEDULERS, lr_curve
+from course_utils.widgets.base import Explorer, new_figure
 
 _LABELS = {"cosine": "CosineAnnealingLR", "step": "StepLR", "plateau": "ReduceLROnPlateau",
            "onecycle": "OneCycleLR"}
@@ -52,8 +53,6 @@ def lr_schedule_explorer(static: bool = False, epochs: int = 10, steps_per_epoch
     ``static=True`` returns a matplotlib figure with the four schedules, each stepped
     where it should be.
     """
-    import matplotlib.pyplot as plt
-
     from course_utils.viz.curves import plot_lr_schedules
 
     if static:
@@ -63,44 +62,55 @@ def lr_schedule_explorer(static: bool = False, epochs: int = 10, steps_per_epoch
                                  title=f"{epochs} epochs x {steps_per_epoch} batches, "
                                        "step() where each belongs")
 
-    import ipywidgets as widgets
+    return LRScheduleExplorer(epochs, steps_per_epoch, lr)
 
-    style = {"description_width": "90px"}
-    name = widgets.Dropdown(options=[(_LABELS[n], n) for n in SCHEDULERS], value="cosine",
-                            description="scheduler", style=style)
-    where = widgets.ToggleButtons(options=[("natural place", "auto"), ("every batch", "batch"),
-                                           ("every epoch", "epoch")],
-                                  value="auto", description="step() called", style=style)
-    base_lr = widgets.FloatLogSlider(value=lr, base=10, min=-4, max=0, step=0.25,
-                                     description="lr", style=style)
-    n_epochs = widgets.IntSlider(value=epochs, min=2, max=40, description="epochs", style=style)
-    step_size = widgets.IntSlider(value=max(1, epochs // 3), min=1, max=20,
-                                  description="step_size", style=style)
-    gamma = widgets.FloatSlider(value=0.3, min=0.05, max=0.95, step=0.05,
-                                description="gamma/factor", style=style)
-    pct = widgets.FloatSlider(value=0.3, min=0.05, max=0.9, step=0.05,
-                              description="pct_start", style=style)
-    out = widgets.Output()
 
-    def update(_change: Any = None) -> None:
-        params = _params(name.value, step_size.value, gamma.value, pct.value)
-        step_every = None if where.value == "auto" else where.value
-        out.clear_output(wait=True)
-        with out:
-            lrs = lr_curve(name.value, epochs=n_epochs.value, steps_per_epoch=steps_per_epoch,
-                           lr=base_lr.value, step_every=step_every, **params)
-            print(f"settings: lr={base_lr.value:.3g}, epochs={n_epochs.value}, "
-                  f"step_size={step_size.value} (StepLR), gamma/factor={gamma.value:.2f} "
-                  f"(StepLR, ReduceLROnPlateau), pct_start={pct.value:.2f} (OneCycleLR)")
-            print(schedule_summary(name.value, epochs=n_epochs.value,
-                                   steps_per_epoch=steps_per_epoch, lr=base_lr.value,
+#: Learning rates the lr slider offers (the given ``lr`` is added, exactly).
+LR_CHOICES = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0)
+
+
+class LRScheduleExplorer(Explorer):
+    """Scheduler menu, lr, epochs, step_size, gamma/factor and pct_start, and where step() runs."""
+
+    def __init__(self, epochs: int = 10, steps_per_epoch: int = 20, lr: float = 0.1) -> None:
+        import ipywidgets as widgets
+
+        style = {"description_width": "90px"}
+        self.steps_per_epoch = steps_per_epoch
+        self.name = widgets.Dropdown(options=[(_LABELS[n], n) for n in SCHEDULERS], value="cosine",
+                                     description="scheduler", style=style)
+        self.where = widgets.ToggleButtons(options=[("natural place", "auto"), ("every batch", "batch"),
+                                                    ("every epoch", "epoch")],
+                                           value="auto", description="step() called", style=style)
+        self.base_lr = widgets.SelectionSlider(options=[(f"{v:g}", v) for v in sorted({*LR_CHOICES, lr})],
+                                               value=lr, description="lr", style=style)
+        self.n_epochs = widgets.IntSlider(value=epochs, min=2, max=max(40, epochs), description="epochs",
+                                          style=style)
+        self.step_size = widgets.IntSlider(value=max(1, epochs // 3), min=1, max=20,
+                                           description="step_size", style=style)
+        self.gamma = widgets.SelectionSlider(options=[f"{v / 100:.2f}" for v in range(5, 100, 5)], value="0.30",
+                                             description="gamma/factor", style=style)
+        self.pct = widgets.SelectionSlider(options=[f"{v / 100:.2f}" for v in range(5, 95, 5)], value="0.30",
+                                           description="pct_start", style=style)
+        super().__init__([widgets.HBox([self.name, self.base_lr]), self.where,
+                          widgets.HBox([self.n_epochs, self.step_size]), widgets.HBox([self.gamma, self.pct])])
+        for control in (self.name, self.where, self.base_lr, self.n_epochs, self.step_size, self.gamma, self.pct):
+            control.observe(self.refresh, names="value")
+
+    def render(self):
+        from course_utils.viz.curves import plot_lr_schedules
+
+        name, epochs, lr = self.name.value, self.n_epochs.value, self.base_lr.value
+        gamma, pct = float(self.gamma.value), float(self.pct.value)
+        params = _params(name, self.step_size.value, gamma, pct)
+        step_every = None if self.where.value == "auto" else self.where.value
+        lrs = lr_curve(name, epochs=epochs, steps_per_epoch=self.steps_per_epoch, lr=lr,
+                       step_every=step_every, **params)
+        called = dict((value, label) for label, value in self.where.options)[self.where.value]
+        text = (f"settings: step() called: {called}, lr={lr:g}, epochs={epochs}, step_size={self.step_size.value} (StepLR), "
+                f"gamma/factor={gamma:.2f} (StepLR, ReduceLROnPlateau), pct_start={pct:.2f} (OneCycleLR)\n"
+                + schedule_summary(name, epochs=epochs, steps_per_epoch=self.steps_per_epoch, lr=lr,
                                    step_every=step_every, **params))
-            fig, ax = plt.subplots(figsize=(6.0, 2.8))
-            plot_lr_schedules({_LABELS[name.value]: lrs}, steps_per_epoch=steps_per_epoch, ax=ax)
-            plt.show()
-
-    for control in (name, where, base_lr, n_epochs, step_size, gamma, pct):
-        control.observe(update, names="value")
-    update()
-    return widgets.VBox([widgets.HBox([name, base_lr]), where,
-                         widgets.HBox([n_epochs, step_size]), widgets.HBox([gamma, pct]), out])
+        fig, ax = new_figure(6.0, 2.8)
+        plot_lr_schedules({_LABELS[name]: lrs}, steps_per_epoch=self.steps_per_epoch, ax=ax)
+        return text, fig

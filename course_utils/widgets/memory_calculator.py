@@ -16,16 +16,17 @@ Example:
     {'params': 4000, 'grads': 4000, 'optimizer_state': 8000, 'activations': 800}
     >>> calculator_breakdown(1000, 8, "amp", "sgd", 100).activations   # 8*100/2 + 2*1000
     2400
-    >>> import contextlib, io
-    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a kernel the Output prints
-    ...     box = memory_calculator(100)
-    >>> type(box).__name__
-    'VBox'
+    >>> box = memory_calculator(100, n_params=545_098)
+    >>> box.params.value, box.text.split(":")[0]      # exactly the count given, never snapped
+    (545098, 'Adam, float32 everywhere, 545,098 parameters, batch 64')
 """
 
 from __future__ import annotations
 
+import ipywidgets as w
+
 from course_utils.memory import STATE_COPIES, MemoryBreakdown, format_bytes
+from course_utils.widgets.base import Explorer, new_figure
 
 #: key -> (label, bytes per weight element, activation factor, 16-bit weight copies saved?)
 PRECISIONS: dict[str, tuple[str, int, float, bool]] = {
@@ -59,53 +60,71 @@ def _summary(b: MemoryBreakdown) -> str:
     return f"total {format_bytes(b.total)} = {parts}"
 
 
+def calculator_readout(n_params: int, batch_size: int, precision: str, optimizer: str,
+                       activation_bytes_per_sample: float) -> str:
+    """The line the calculator shows: the exact settings, then the breakdown."""
+    b = calculator_breakdown(n_params, batch_size, precision, optimizer, activation_bytes_per_sample)
+    return (f"{OPTIMIZER_LABELS[optimizer]}, {PRECISIONS[precision][0]}, {n_params:,} parameters, "
+            f"batch {batch_size}: {_summary(b)}")
+
+
+def parameter_choices(n_params: int) -> list[int]:
+    """Slider stops: 1, 2 and 5 times the powers of ten from 10^4 to 10^10, and ``n_params`` exactly."""
+    return sorted({m * 10**k for k in range(4, 10) for m in (1, 2, 5)} | {10**10, int(n_params)})
+
+
 def memory_calculator(activation_bytes_per_sample: float, n_params: int = 1_000_000, batch_size: int = 64,
                       model_name: str = "the model", static: bool = False):
     """Sliders for parameters and batch size, menus for precision and optimizer; bars update live.
 
     ``activation_bytes_per_sample`` is measured once on a real model (float32 forward) and
-    stays fixed while you move the parameter slider. ``static=True`` returns a figure comparing
-    every optimizer and precision at the given size.
+    stays fixed while you move the parameter slider, which starts at ``n_params`` exactly.
+    ``static=True`` prints the line the widget starts with (Adam, float32) and returns a figure
+    comparing every optimizer and precision at the given size.
     """
-    import matplotlib.pyplot as plt
-
-    from course_utils.viz.memory import plot_memory_breakdown
-
     if static:
+        import matplotlib.pyplot as plt
+
+        from course_utils.viz.memory import plot_memory_breakdown
+
+        print(calculator_readout(n_params, batch_size, "float32", "adam", activation_bytes_per_sample))
         configs = {f"{OPTIMIZER_LABELS[o]}, float32": calculator_breakdown(
             n_params, batch_size, "float32", o, activation_bytes_per_sample) for o in STATE_COPIES}
         for p, label in (("amp", "AMP (16-bit autocast)"), ("bf16", "pure bfloat16")):
             configs[f"Adam, {label}"] = calculator_breakdown(n_params, batch_size, p, "adam",
                                                              activation_bytes_per_sample)
-        ax = plot_memory_breakdown(configs, title=f"{n_params:,} parameters, batch {batch_size} "
-                                                  f"({model_name}'s activations)")
+        _, ax = plt.subplots(figsize=(6.5, 0.55 * len(configs) + 1.4))
+        plot_memory_breakdown(configs, ax=ax, title=f"{n_params:,} parameters, batch {batch_size} "
+                                                    f"({model_name}'s activations)")
         return ax.figure
+    return MemoryCalculator(activation_bytes_per_sample, n_params, batch_size)
 
-    import ipywidgets as widgets
 
-    params = widgets.FloatLogSlider(value=n_params, base=10, min=4, max=10, step=0.1,
-                                    description="parameters", readout_format=".3g")
-    sizes = sorted({2**k for k in range(11)} | {batch_size})
-    batch = widgets.SelectionSlider(options=sizes, value=batch_size, description="batch size")
-    precision = widgets.Dropdown(options=[(v[0], k) for k, v in PRECISIONS.items()], value="float32",
-                                 description="precision")
-    optimizer = widgets.ToggleButtons(options=[(v, k) for k, v in OPTIMIZER_LABELS.items()], value="adam",
-                                      description="optimizer")
-    out = widgets.Output()
+class MemoryCalculator(Explorer):
+    """The live calculator; ``text`` is the line it shows (see :func:`calculator_readout`)."""
 
-    def update(_change=None) -> None:
-        b = calculator_breakdown(int(params.value), batch.value, precision.value, optimizer.value,
-                                 activation_bytes_per_sample)
-        out.clear_output(wait=True)
-        with out:
-            print(_summary(b))
-            fig, ax = plt.subplots(figsize=(6.5, 1.8))
-            plot_memory_breakdown({OPTIMIZER_LABELS[optimizer.value]: b}, ax=ax,
-                                  title=f"{int(params.value):,} params, batch {batch.value}, "
-                                        f"{PRECISIONS[precision.value][0]}")
-            plt.show()
+    def __init__(self, activation_bytes_per_sample: float, n_params: int = 1_000_000,
+                 batch_size: int = 64) -> None:
+        self.activation_bytes_per_sample = activation_bytes_per_sample
+        self.params = w.SelectionSlider(options=[(f"{n:,}", n) for n in parameter_choices(n_params)],
+                                        value=int(n_params), description="parameters")
+        sizes = sorted({2**k for k in range(11)} | {batch_size})
+        self.batch = w.SelectionSlider(options=sizes, value=batch_size, description="batch size")
+        self.precision = w.Dropdown(options=[(v[0], k) for k, v in PRECISIONS.items()], value="float32",
+                                    description="precision")
+        self.optimizer = w.ToggleButtons(options=[(v, k) for k, v in OPTIMIZER_LABELS.items()], value="adam",
+                                         description="optimizer")
+        super().__init__([w.HBox([self.params, self.batch]), w.HBox([self.precision]), self.optimizer])
+        for control in (self.params, self.batch, self.precision, self.optimizer):
+            control.observe(self.refresh, names="value")
 
-    for control in (params, batch, precision, optimizer):
-        control.observe(update, names="value")
-    update()
-    return widgets.VBox([widgets.HBox([params, batch]), widgets.HBox([precision]), optimizer, out])
+    def render(self):
+        from course_utils.viz.memory import plot_memory_breakdown
+
+        args = (self.params.value, self.batch.value, self.precision.value, self.optimizer.value,
+                self.activation_bytes_per_sample)
+        fig, ax = new_figure(6.5, 1.8)
+        plot_memory_breakdown({OPTIMIZER_LABELS[self.optimizer.value]: calculator_breakdown(*args)}, ax=ax,
+                              title=f"{self.params.value:,} params, batch {self.batch.value}, "
+                                    f"{PRECISIONS[self.precision.value][0]}")
+        return calculator_readout(*args), fig
