@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import ast
 import inspect
+import pkgutil
 import textwrap
 from typing import Any, Callable
 
 import pytest
 
+import course_utils.checks
 from course_utils.exercises import check, get_exercise, list_exercises
 
-EXERCISES = list_exercises()
+# The lessons' exercises only: toy exercises registered by other test modules (tests/mutation_toy.py,
+# imported at collection by --doctest-modules) are not part of the course.
+_LESSONS = {info.name[2:] for info in pkgutil.iter_modules(course_utils.checks.__path__) if info.name.startswith("nb")}
+EXERCISES = [e for e in list_exercises() if e.split(".", 1)[0] in _LESSONS]
 
 # The one table of required exercises (COURSE_DESIGN section 4 and each notebook's exercises): every id
 # must be registered, and each word must appear in the name of one of its mistakes.
