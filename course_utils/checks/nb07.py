@@ -422,7 +422,10 @@ register(Exercise(
                 "and by the next Linear): key a dict by t.untyped_storage().data_ptr() and count each "
                 "storage once.",
                 _sab_every_save,
-                detect=lambda out, a, k: out == _sab_every_save(*a) != saved_activation_bytes_reference(*a)),
+                # Where deduplicating by id() gives the same number (views handed to the hook as new
+                # objects), the more specific id() hint below names it.
+                detect=lambda out, a, k: (out == _sab_every_save(*a) != saved_activation_bytes_reference(*a)
+                                          and out != _sab_by_id(*a))),
         Mistake("deduplicated by the tensor object instead of its storage",
                 "two saved tensors can be different views (different id() and data_ptr()) of ONE storage, "
                 "as x.chunk(2) gives: key by t.untyped_storage().data_ptr(), the storage's address.",
