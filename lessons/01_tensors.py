@@ -147,7 +147,7 @@ print("all three share storage:", x.data_ptr() == v.data_ptr() == xt.data_ptr())
 
 # %% [markdown]
 # `view` never copies, so it refuses when the strides make the requested shape impossible. This is
-# the error behind the seed code `x.view(x.size(0), -1)` after a `transpose` or `permute`:
+# the error behind the common idiom `x.view(x.size(0), -1)` after a `transpose` or `permute`:
 
 # %% tags=["raises-exception"]
 batch = torch.randn(4, 3, 5).transpose(1, 2)   # e.g. (batch, time, features) from (batch, features, time)

@@ -467,7 +467,7 @@ print("parameters identical to the uninterrupted run (torch.equal):", identical)
 # (a checkpoint after epoch 2 of 4: `--epochs 2 --total-epochs 4`) and find the final parameters
 # `torch.equal` to an uninterrupted run in the test process. This notebook does not start it: a
 # second Python process that imports PyTorch costs about as much memory as this kernel's own
-# `import torch` (about 650 MB resident for the CUDA build, section 3 of the course design), which
+# `import torch` (about 650 MB resident for the CUDA build), which
 # is more than the notebook's memory budget allows.
 #
 # Two details that make the proof work (and break it when forgotten):

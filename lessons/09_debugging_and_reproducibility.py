@@ -105,7 +105,7 @@ print(f"run 1: {tiny_run():.6f}")
 print(f"run 2: {tiny_run():.6f}")
 
 # %% [markdown]
-# Seeding only torch is the most common half-measure (the seeds' snippet does torch and NumPy).
+# Seeding only torch is the most common half-measure (many tutorials seed torch and NumPy only).
 # It is not enough here, because NumPy and Python's `random` keep running:
 
 # %%
@@ -215,7 +215,7 @@ print("distinct jitters:", len({j for _, _, j in first}), "of", len(first))
 # the environment variable `CUBLAS_WORKSPACE_CONFIG=:4096:8` (set before the first CUDA call). For a
 # repeatable GPU run, also keep `torch.backends.cudnn.benchmark = False` (the default): with `True`,
 # cuDNN picks its convolution algorithms by timing them, and the pick can change from run to run.
-# The cost is speed, so the seeds' advice holds: fix seeds while developing, and report the mean of
+# The cost is speed, so the usual advice holds: fix seeds while developing, and report the mean of
 # several runs rather than trusting one.
 #
 # Two effects are visible even on a CPU. Uninitialised memory is filled with NaN, so code that
@@ -431,7 +431,7 @@ print("all finite:", torch.isfinite(prediction.grad).all().item())
 # %% [markdown]
 # ## 4. Vanishing and exploding gradients: per-layer gradient norms
 #
-# The seeds' advice: print each layer's gradient magnitude after `backward()`. In a healthy network
+# A classic habit: print each layer's gradient magnitude after `backward()`. In a healthy network
 # they stay within an order of magnitude or two of each other. Norms that shrink by a constant
 # factor per layer towards the input mean *vanishing* gradients (the first layers never learn);
 # norms orders of magnitude above a healthy network's mean *exploding* gradients (updates blow up,
@@ -520,7 +520,7 @@ print(f"total gradient norm before clipping: {total.item():.4g}, after: {after.i
 # %% [markdown]
 # ## 5. The training doctor
 #
-# The checks above, and the seeds' "loss will not go down" checklist (learning rate, labels
+# The checks above, and the classic "loss will not go down" checklist (learning rate, labels
 # aligned with the inputs, gradients that are `None`, a forgotten `zero_grad`, the
 # initialisation), are mechanical enough to automate. `course_utils.doctor.diagnose(model,
 # loss_fn, optimizer, batch, train_step=None)` does this on copies of your objects:

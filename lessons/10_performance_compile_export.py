@@ -388,7 +388,7 @@ assert first_call > compiled_s
 #   breaks**, and when shapes keep changing (each new shape may trigger a recompile; mark
 #   dimensions dynamic or pad to a few sizes). On a GPU, `mode="reduce-overhead"` (CUDA graphs)
 #   also removes kernel-launch overhead, which matters for small models.
-# - The seed article's "20–50 % more throughput" is a typical range for real models on GPUs, not a
+# - The often-quoted "20–50 % more throughput" is a typical range for real models on GPUs, not a
 #   promise: measure your own step, as above. (It also suggests `torch.jit.script` for many small
 #   ops: that is deprecated in 2.14 — `torch.compile` is its replacement.)
 #
@@ -417,7 +417,7 @@ print("reason:", str(report.break_reasons[0].reason).splitlines()[0])
 # ## 5. Exporting a model for deployment
 #
 # For deployment you want the model *without* Python: a file with the graph and the weights that a
-# server, a C++ runtime or a phone can run. The seed article does this with `torch.jit.trace`.
+# server, a C++ runtime or a phone can run. Older tutorials do this with `torch.jit.trace`.
 # Here is a model with a **data-dependent branch**: inputs with a positive mean take a bigger
 # sub-network.
 

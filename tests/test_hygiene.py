@@ -108,3 +108,15 @@ def test_no_deprecated_apis(path: Path) -> None:
         for pattern in deprecated:
             if re.search(pattern, cell.source, re.M) and "deprecated-on-purpose" not in cell.metadata.get("tags", []):
                 pytest.fail(f"cell {index} uses {pattern}; teach the current API (COURSE_DESIGN section 8)")
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_no_reference_to_internal_material(path: Path) -> None:
+    """A learner has never seen the source articles, the design or the issues."""
+    for index, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "markdown":
+            continue
+        for pattern in (r"\bthe seeds\b", r"\bseeds'", r"seed (code|article|snippet)", r"course design",
+                        r"COURSE_DESIGN", r"REVIEW_FINDINGS"):
+            assert not re.search(pattern, cell.source, re.I), \
+                f"markdown cell {index} mentions {pattern!r}: learner-facing text never refers to internal material"
