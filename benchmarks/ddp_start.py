@@ -1,4 +1,4 @@
-"""What does starting notebook 11's two DDP workers cost with *fork* and with *spawn*?
+"""What does starting notebook 13's two DDP workers cost with *fork* and with *spawn*?
 
     .venv/bin/python benchmarks/ddp_start.py     # writes benchmarks/results/ddp_start.md
 
@@ -72,7 +72,7 @@ def main() -> None:
             runs[method].append(_measure(method))
     load = os.getloadavg()[0]
     lines = [
-        "## Starting notebook 11's DDP workers: fork vs spawn",
+        "## Starting notebook 13's DDP workers: fork vs spawn",
         "",
         f"`benchmarks/ddp_start.py`: `launch(lesson_worker, world_size=2)` from a process that holds "
         f"torch, torchvision and matplotlib, {RUNS} runs per start method (alternating), torch "
@@ -89,7 +89,7 @@ def main() -> None:
         lines.append(f"| {method} | {', '.join(f'{s:.2f}' for s in seconds)} | "
                      f"{statistics.median(seconds):.2f} | {', '.join(f'{m:.0f}' for m in added)} | "
                      f"{statistics.median(added):.0f} |")
-    lines += ["", "Notebook 11 launches with `default_start_method()`: fork on Linux, so its two "
+    lines += ["", "Notebook 13 launches with `default_start_method()`: fork on Linux, so its two "
               "launches cost the fork row. On macOS and Windows it is spawn: each launch costs the "
               "spawn row, because every worker imports torch again (with the CPU-only wheel that "
               "import is about 230 MB instead of the CUDA build's 650 MB; not measured here).", ""]

@@ -15,7 +15,7 @@ Each notebook runs top to bottom in a fresh ``python3`` kernel (nbclient, the en
 
 Every kernel gets an empty Inductor cache (``TORCHINDUCTOR_CACHE_DIR``), so a notebook that
 calls ``torch.compile`` is timed as on a learner's first run, C++ compilation included.
-Notebook 10 has a 60 s budget for that reason (``LONGER_BUDGETS``).
+Notebook 11 has a 60 s budget for that reason (``LONGER_BUDGETS``).
 
 A baseline kernel that only imports torch, torchvision and matplotlib.pyplot is measured the
 same way first. Budgets (COURSE_DESIGN section 7): every notebook <= 30 s and <= baseline +
@@ -46,7 +46,7 @@ FOLDERS = ("notebooks", "solutions")
 
 MAX_SECONDS = 30.0
 #: Notebooks allowed longer than MAX_SECONDS, and why (issue 8: compile is slow on CPU).
-LONGER_BUDGETS = {"10_performance_compile_export": (60.0, "its first torch.compile runs a C++ compiler")}
+LONGER_BUDGETS = {"11_performance_compile_export": (60.0, "its first torch.compile runs a C++ compiler")}
 MAX_MEDIAN_SECONDS = 15.0
 MAX_MB_OVER_BASELINE = 500.0
 BASELINE_SOURCE = "import torch\nimport torchvision\nimport matplotlib\nimport matplotlib.pyplot as plt"

@@ -143,7 +143,7 @@ def local_addresses() -> list[str]:
 
 
 def lesson_worker(rank: int, world_size: int, checkpoint: str) -> dict[str, Any]:
-    """Notebook 11 in one launch (starting processes is the slow part)."""
+    """Notebook 13 in one launch (starting processes is the slow part)."""
     result = {"rank": rank, "grads": ddp_gradients(rank, world_size),
               **ddp_train(rank, world_size, checkpoint)}
     return result | {"local_addresses": local_addresses()}

@@ -1,7 +1,7 @@
-"""Small measuring helpers for notebook 10 (performance, compile, export).
+"""Small measuring helpers for notebook 11 (performance, compile, export).
 
 * :func:`time_it` - mean seconds per call after a warm-up, synchronising asynchronous
-  devices before reading the clock (the same contract as exercise ``10.time_it``).
+  devices before reading the clock (the same contract as exercise ``11.time_it``).
 * :func:`device_sync` - the right "wait for queued work" function for a device.
 * :class:`Captured` / :func:`capture_messages` - run code and keep its warnings and the
   text it writes to stderr (torch's log lines included), so a notebook can *show* a

@@ -7,7 +7,7 @@ Every source of randomness a real run has is here, so a resume that forgets one 
 * the model has Dropout (torch's global generator),
 * Adam keeps per-parameter moments and OneCycleLR changes the learning rate every step.
 
-Resume in a new Python process (the command notebook 08 shows; tests/test_checkpoint.py runs it)::
+Resume in a new Python process (the command notebook 09 shows; tests/test_checkpoint.py runs it)::
 
     python -m course_utils.resume_demo --resume ckpt.pt --epochs 3 --out final.pt
 

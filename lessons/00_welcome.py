@@ -53,7 +53,7 @@ info = setup(seed=0)
 # `setup()` seeds every random number generator (Python, NumPy, PyTorch), fixes PyTorch to one
 # thread, and sets the print precision. Fixing the thread count matters more than it looks: a
 # floating-point sum computed by 1 thread and by 8 threads adds the numbers in a different order,
-# and the last digits differ (notebook 09 shows it). With one thread, anyone with the same kind of
+# and the last digits differ (notebook 10 shows it). With one thread, anyone with the same kind of
 # hardware and the same PyTorch build gets the numbers printed here, to the digits shown; another
 # CPU or math library may take a different code path and change the last digits.
 #

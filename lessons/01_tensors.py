@@ -226,7 +226,7 @@ layer(features)
 # %% [markdown]
 # Fix it once, where the data enters PyTorch: `.float()` (or `torch.tensor(arr, dtype=torch.float32)`).
 # float32 is the default for training: it needs half the memory of float64 (printed below), and
-# GPUs are built for float32 and lower precisions (notebook 07 measures the low-precision side).
+# GPUs are built for float32 and lower precisions (notebook 08 measures the low-precision side).
 
 # %%
 print("output dtype:", layer(features.float()).dtype)
@@ -413,7 +413,7 @@ assert on_gpu == torch.cuda.is_available()
 
 # %% [markdown]
 # The habit that is right on both: keep values as tensors inside the training loop and convert
-# once per logging step; notebook 10 profiles this on a real training step.
+# once per logging step; notebook 11 profiles this on a real training step.
 
 # %% [markdown]
 # ## Key points

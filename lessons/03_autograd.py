@@ -441,7 +441,7 @@ print("running-stat updates after 4 micro-batches: ", int(bn.num_batches_tracked
 #
 # Recording costs memory: every operation saves the tensors its backward will need.
 # `course_utils.memory.SavedTensorsMeter` (a `torch.autograd.graph.saved_tensors_hooks` context, the
-# same meter notebook 07 uses) lists what one forward pass saves and adds up the **activations**:
+# same meter notebook 08 uses) lists what one forward pass saves and adds up the **activations**:
 # each storage counted once (a ReLU output is saved by the ReLU *and* by the next `Linear`, but it
 # is one buffer), and the weights left out (the `Linear`s save them too, but they exist whether or
 # not you record). With and without `torch.no_grad()`:

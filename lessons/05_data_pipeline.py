@@ -288,7 +288,7 @@ print(f"batches per epoch: train {len(train_loader)}, val {len(val_loader)}")
 
 # %% [markdown]
 # `batch_size` trades memory for gradient noise: bigger batches need more memory (activations
-# scale with it, see notebook 07) and give smoother gradients; start with 32–128 and halve it when
+# scale with it, see notebook 08) and give smoother gradients; start with 32–128 and halve it when
 # memory runs out.
 #
 # ### Pitfall: a last batch of one sample and BatchNorm

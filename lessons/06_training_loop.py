@@ -607,7 +607,7 @@ assert cnn_acc > results["MLP, 64 hidden units"][1] + 0.3
 # | gradient norms are neither tiny nor huge | log them, clip | 06 §7 |
 # | the scheduler's `step()` is in the right place | plot the logged learning rate | 06 §6 |
 #
-# Notebook 09's training doctor runs these checks automatically on a model and a batch.
+# Notebook 10's training doctor runs these checks automatically on a model and a batch.
 #
 # ## Key points
 #
@@ -630,4 +630,4 @@ assert cnn_acc > results["MLP, 64 hidden units"][1] + 0.3
 # - PyTorch docs: *torch.nn.utils.clip_grad_norm_* and *torch.inference_mode*.
 # - PyTorch docs: *torch.optim.Optimizer.zero_grad* (`set_to_none`).
 # - PyTorch tutorial: *Training a Classifier* (the CIFAR-10 version of this notebook's loop).
-# - Next: `07_amp_and_gpu_memory.ipynb`.
+# - Next: `08_amp_and_gpu_memory.ipynb`.

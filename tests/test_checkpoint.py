@@ -204,7 +204,7 @@ def test_resume_from_checkpoint_is_bit_exact_and_partial_resumes_are_not(tmp_pat
 
 @pytest.mark.slow
 def test_resume_in_a_fresh_process_is_bit_exact(tmp_path: Path) -> None:
-    """What notebook 08 describes: the resume runs in a new Python process (resume_demo's CLI)."""
+    """What notebook 09 describes: the resume runs in a new Python process (resume_demo's CLI)."""
     straight = build(seed=0, epochs=4)
     train(straight, 4)
     run = build(seed=0, epochs=4)

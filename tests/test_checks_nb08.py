@@ -1,330 +1,264 @@
-"""Notebook 08's checkers: wrong (and right) answers beyond the registered mistake examples: other
-atomic-write styles, leftovers, copies, RNG consumed after restoring, relative paths (required ids and
-mistake names: tests/test_exercise_checks.py)."""
+"""Notebook 08's exercises: wrong answers that must fail and alternative right answers that must
+pass (required ids and mistake names: tests/test_exercise_checks.py)."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import tempfile
-from collections import OrderedDict
-from pathlib import Path
+import math
 
 import pytest
 import torch
 
-import course_utils.checkpoint as ck
-from course_utils.checks import nb08
+from course_utils.checks.nb08 import SpyScaler
 from course_utils.exercises import check, get_exercise
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# --- 08.training_memory ------------------------------------------------------------------
 
 
-def _checkpoint_dict(model, optimizer, scheduler, generator, epoch, step, best_metric):
-    return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
-            "best_metric": best_metric, "rng": ck.capture_rng_state(generator)}
+def _tm(copies: dict[str, int], with_step: bool = False):
+    def training_memory(model, optimizer, dtype):
+        size = dtype.itemsize
+        n = sum(p.numel() for p in model.parameters())
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        nt = sum(p.numel() for p in trainable)
+        state = copies[optimizer] * nt * size
+        if with_step and optimizer.startswith("adam"):
+            state += 4 * len(trainable)
+        return {"params": n * size, "grads": nt * size, "optimizer_state": state}
+    return training_memory
 
 
-# --- save -------------------------------------------------------------------------------------
-
-def save_named_tempfile(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    path = Path(path)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as f:
-        torch.save(_checkpoint_dict(model, optimizer, scheduler, generator, epoch, step, best_metric), f)
-        f.flush()
-        os.fsync(f.fileno())
-    Path(f.name).replace(path)
-    return path
-
-
-def save_with_library(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    return ck.save_checkpoint(path, model, optimizer, scheduler, epoch=epoch, step=step,
-                              best_metric=best_metric, generator=generator)
+def test_training_memory_alternatives_pass_and_variants_fail() -> None:
+    right = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
+    assert check("08.training_memory", _tm(right)).passed
+    assert check("08.training_memory", _tm(right, with_step=True)).passed  # counting `step` is fine
+    adamw_once = check("08.training_memory", _tm({**right, "adamw": 1}))
+    assert adamw_once.status == "fail" and "Hint (Adam counted once)" in adamw_once.message
+    tensors = check("08.training_memory",
+                    lambda m, o, d: {k: torch.tensor(v) for k, v in _tm(right)(m, o, d).items()})
+    assert tensors.status == "fail" and "Python int" in tensors.message
 
 
-def save_then_copy(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    tmp = Path(path).with_name("staging.pt")
-    torch.save(_checkpoint_dict(model, optimizer, scheduler, generator, epoch, step, best_metric), tmp)
-    shutil.copyfile(tmp, path)  # copying onto the target rewrites it in place
-    tmp.unlink()
-    return path
+# --- 08.saved_activation_bytes -----------------------------------------------------------
 
 
-def save_leaving_temp(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    path = Path(path)
-    state = _checkpoint_dict(model, optimizer, scheduler, generator, epoch, step, best_metric)
-    torch.save(state, path.with_name("a.tmp"))
-    torch.save(state, path.with_name("b.tmp"))
-    os.replace(path.with_name("a.tmp"), path)
-    return path
+def test_saved_bytes_alternative_passes_and_identity_pack_is_named() -> None:
+    def by_data_ptr(model, x, *, detach=True):
+        params = {p.data_ptr() for p in model.parameters()}
+        seen = {}
+
+        def pack(t):
+            if t.data_ptr() not in params:
+                seen[t.data_ptr()] = t.numel() * t.element_size()
+            return t.detach() if detach else t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(x)
+        return sum(seen.values())
+
+    sliced = check("08.saved_activation_bytes", by_data_ptr)  # view sizes: wrong on a saved slice
+    assert sliced.status == "fail" and "Hint (sized with the view's nbytes" in sliced.message, sliced.message
+    leaky = check("08.saved_activation_bytes", lambda m, x: by_data_ptr(m, x, detach=False))
+    assert "Hint (pack hook returns the tensor itself" in leaky.message, leaky.message
 
 
-def save_wrong_epoch(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    return save_with_library(path, model, optimizer, scheduler, generator, epoch + 1, step, best_metric)
+def test_saved_bytes_message_names_the_numbers() -> None:
+    result = check("08.saved_activation_bytes", lambda model, x: 1)
+    assert result.status == "fail" and "expected 800 bytes" in result.message
 
 
-def save_returns_nothing_useful(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    save_with_library(path, model, optimizer, scheduler, generator, epoch, step, best_metric)
-    return str(path) + ".bak"
+# --- 08.amp_train_step ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("candidate", [save_named_tempfile, save_with_library, save_returns_nothing_useful])
-def test_other_correct_saves_pass(candidate) -> None:
-    result = check("08.save_checkpoint", candidate)
-    assert result.status == "ok", result.message
+def _step(model, x, y, loss_fn, optimizer, scaler, device_type, *, dtype=None, loss_inside=True,
+          clip=False, extra_step=False):
+    optimizer.zero_grad()
+    amp_dtype = dtype or (torch.bfloat16 if device_type == "cpu" else torch.float16)
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        out = model(x)
+        loss = loss_fn(out, y) if loss_inside else None
+    if loss is None:
+        loss = loss_fn(out, y)
+    scaler.scale(loss).backward()
+    if clip:
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1e6)
+    scaler.step(optimizer)
+    if extra_step:
+        optimizer.step()
+    scaler.update()
+    return loss.detach().item()
 
 
-@pytest.mark.parametrize("candidate, words", [
-    (save_then_copy, "Hint (non-atomic write (torch.save straight onto the path))"),
-    (save_leaving_temp, "files left next to your checkpoint: ['b.tmp']"),
-    (save_wrong_epoch, "'epoch' entry"),
-])
-def test_wrong_saves_fail_with_a_reason(candidate, words: str) -> None:
-    result = check("08.save_checkpoint", candidate)
-    assert result.status == "fail" and words in result.message, result.message
-    assert "Traceback" not in result.message
+@pytest.mark.parametrize("options", [{}, {"loss_inside": False}, {"clip": True}])
+def test_amp_step_correct_variants_pass(options) -> None:
+    result = check("08.amp_train_step", lambda *a: _step(*a, **options))
+    assert result.passed, result.message
 
 
-def test_save_feedback_names_the_missing_entry() -> None:
-    mistake = next(m for m in get_exercise("08.save_checkpoint").mistakes
-                   if m.name == "optimizer state missing")
-    message = check("08.save_checkpoint", mistake.example).message
-    assert "has no 'optimizer' entry" in message and "Adam's moments" in message
+def test_amp_step_double_update_fails() -> None:
+    result = check("08.amp_train_step", lambda *a: _step(*a, extra_step=True))
+    assert result.status == "fail" and "update of parameter" in result.message
 
 
-# --- load -------------------------------------------------------------------------------------
+def test_amp_step_scale_called_but_discarded_is_named() -> None:
+    def discarded(model, x, y, loss_fn, optimizer, scaler, device_type):
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type):  # the default dtype per device is right too
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss)
+        loss.backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.item()
 
-def load_with_library(path, model, optimizer, scheduler, generator, map_location="cpu"):
-    return ck.load_checkpoint(path, model, optimizer, scheduler, generator=generator,
-                              map_location=map_location)
-
-
-def load_then_draw(path, model, optimizer, scheduler, generator, map_location="cpu"):
-    checkpoint = load_with_library(path, model, optimizer, scheduler, generator, map_location)
-    torch.rand(1)  # consumes the restored torch RNG: the run is no longer the same
-    return checkpoint
-
-
-def load_model_only(path, model, optimizer, scheduler, generator, map_location="cpu"):
-    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    model.load_state_dict(checkpoint["model"])
-    return checkpoint
+    result = check("08.amp_train_step", discarded)
+    assert "Hint (backward on unscaled loss)" in result.message, result.message
 
 
-def load_returns_epoch(path, model, optimizer, scheduler, generator, map_location="cpu"):
-    return load_with_library(path, model, optimizer, scheduler, generator, map_location)["epoch"]
+def test_amp_step_skipping_protection_matters() -> None:
+    """The overflow case: stepping with inf gradients must be caught even if the scale is updated."""
+    def unguarded(model, x, y, loss_fn, optimizer, scaler, device_type):
+        optimizer.zero_grad()
+        with torch.autocast(device_type=device_type):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        optimizer.step()  # ignores the inf check
+        scaler.update()
+        return loss.item()
+
+    result = check("08.amp_train_step", unguarded)
+    assert result.status == "fail", result.message
 
 
-def test_library_loader_passes() -> None:
-    result = check("08.load_checkpoint", load_with_library)
-    assert result.status == "ok", result.message
-
-
-@pytest.mark.parametrize("candidate, words", [
-    (load_then_draw, "global torch random state"),
-    (load_model_only, "Hint (optimizer state missing (never loaded))"),
-    (load_returns_epoch, "expected the checkpoint dict"),
-])
-def test_wrong_loads_fail_with_a_reason(candidate, words: str) -> None:
-    result = check("08.load_checkpoint", candidate)
-    assert result.status == "fail" and words in result.message, result.message
-
-
-def test_unsafe_load_is_seen_through_the_audit_hook() -> None:
-    mistake = next(m for m in get_exercise("08.load_checkpoint").mistakes if "weights_only" in m.name)
-    message = check("08.load_checkpoint", mistake.example).message
-    assert "weights_only=False" in message and "torch._utils._rebuild_tensor_v2" in message
-
-
-# --- latest / clean -----------------------------------------------------------------------------
-
-def latest_as_relative_name(folder):
-    return nb08.latest_checkpoint_reference(folder).name
-
-
-def latest_in_other_folder(folder):
-    return Path(tempfile.gettempdir()) / nb08.latest_checkpoint_reference(folder).name
-
-
-def test_latest_wants_the_full_path_in_the_given_folder() -> None:
-    result = check("08.latest_checkpoint", latest_as_relative_name)
-    assert result.status == "fail" and "full path" in result.message, result.message
-    result = check("08.latest_checkpoint", latest_in_other_folder)
-    assert result.status == "fail" and "folder you were given" in result.message
-
-
-def test_clean_accepts_plain_dict_and_rejects_cloned_keys_order() -> None:
-    def plain(sd):
-        return {k.removeprefix("module.").removeprefix("_orig_mod.").removeprefix("module."): v
-                for k, v in sd.items()}
-
-    def reversed_order(sd):
-        return OrderedDict(reversed(list(nb08.clean_state_dict_reference(sd).items())))
-
-    assert check("08.clean_state_dict", plain).status == "ok"
-    result = check("08.clean_state_dict", reversed_order)
-    assert result.status == "fail" and "expected keys" in result.message
+def test_amp_spy_is_a_real_grad_scaler() -> None:
+    cases = (factory()[0] for factory in get_exercise("08.amp_train_step").cases)
+    args = next(args for args in cases if args[5].recipe == "overflow")
+    assert isinstance(args[5], SpyScaler) and isinstance(args[5], torch.amp.GradScaler)
+    loss = get_exercise("08.amp_train_step").reference(*args)
+    assert math.isfinite(loss) and args[5].get_scale() == 2.0 ** 125
+    assert args[5].calls[:1] == ["scale"] and args[5].calls[-1] == "update"
 
 
 # --- learners' answers: wrong ones must FAIL with a message naming the fix, right ones must pass ---
 
-def _save(*, keys=("model", "optimizer", "scheduler", "epoch", "step", "best_metric", "rng"), write="atomic",
-          rng="generator", objects=False):
-    def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-        full = {"model": model.state_dict(), "optimizer": optimizer if objects else optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step, "best_metric": best_metric,
-                "rng": ck.capture_rng_state(generator if rng == "generator" else None)}
-        checkpoint = {k: v for k, v in full.items() if k in keys}
-        if write == "direct":
-            torch.save(checkpoint, path)
-        elif write == "mkstemp":
-            fd, tmp = tempfile.mkstemp()
-            with os.fdopen(fd, "wb") as f:
-                torch.save(checkpoint, f)
-            os.replace(tmp, path)
-        elif write == "str":
-            tmp = str(path) + ".tmp"
-            with open(tmp, "wb") as f:
-                torch.save(checkpoint, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        elif write == "with_name":
-            tmp = path.with_name(path.name + ".tmp")
-            torch.save(checkpoint, tmp)
-            os.replace(tmp, path)
-        elif write == "plus":
-            tmp = path + ".tmp"
-            torch.save(checkpoint, tmp)
-            os.replace(tmp, path)
+def _memory(*, copies=None, size="dtype", count="parameters", frozen="skip", unit=1, as_tensor=False,
+            keys=("params", "grads", "optimizer_state")):
+    copies = copies or {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
+
+    def training_memory(model, optimizer, dtype):
+        nbytes = dtype.itemsize if size == "dtype" else next(model.parameters()).element_size()
+        if count == "state_dict":
+            n = sum(v.numel() for v in model.state_dict().values())
+        elif count == "modules":
+            n = sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False))
         else:
-            path = Path(path)
-            tmp = path.parent / (path.name + ".tmp")
-            torch.save(checkpoint, tmp)
-            tmp.replace(path)
-    return save_checkpoint
+            n = sum(p.numel() for p in model.parameters())
+        nt = n if frozen == "count" else sum(p.numel() for p in model.parameters() if p.requires_grad)
+        values = [n * nbytes // unit, nt * nbytes // unit, copies[optimizer] * nt * nbytes // unit]
+        if as_tensor:
+            values = [torch.tensor(v) for v in values]
+        return dict(zip(keys, values))
+    return training_memory
 
 
-def _load(*, skip=(), where="argument", weights_only=True, ret="checkpoint"):
-    def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
-        options = {"weights_only": weights_only}
-        if where == "argument":
-            options["map_location"] = map_location
-        elif where == "cpu":
-            options["map_location"] = "cpu"
-        checkpoint = torch.load(path, **options)
-        model.load_state_dict(checkpoint["model"])
-        if "optimizer" not in skip:
-            optimizer.load_state_dict(checkpoint["optimizer"])
-        if "scheduler" not in skip:
-            scheduler.load_state_dict(checkpoint["scheduler"])
-        if "rng" not in skip:
-            ck.restore_rng_state(checkpoint["rng"], None if "generator" in skip else generator)
-        if ret == "epoch":
-            return checkpoint["epoch"]
+def _saved(*, key="storage", size="storage", params="skip", detach=True, grad=True, unit="bytes"):
+    def saved_activation_bytes(model, x):
+        param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        sizes, keep = {}, []
+
+        def pack(t):
+            ptr = t.untyped_storage().data_ptr()
+            if params == "count" or ptr not in param_ptrs:
+                k = {"storage": ptr, "id": id(t), "data_ptr": t.data_ptr(), "none": len(sizes)}[key]
+                keep.append(t.detach())
+                nbytes = t.untyped_storage().nbytes() if size == "storage" else t.numel() * t.element_size()
+                sizes[k] = nbytes if unit == "bytes" else t.numel()
+            return t.detach() if detach else t
+
+        context = torch.enable_grad() if grad else torch.no_grad()
+        with context, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(x)
+        return sum(sizes.values())
+    return saved_activation_bytes
+
+
+def _amp(*, zero="start", dtype="by device", device="argument", scaled=True, step="scaler", update=True,
+         ret="loss", autocast=True, order="step first"):
+    def amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type):
+        if zero == "start":
+            optimizer.zero_grad()
+        amp_dtype = {"by device": torch.bfloat16 if device_type == "cpu" else torch.float16,
+                     "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        where = device_type if device == "argument" else "cpu"
+        with torch.autocast(device_type=where, dtype=amp_dtype, enabled=autocast):
+            loss = loss_fn(model(x), y)
+        (scaler.scale(loss) if scaled else loss).backward()
+        if order == "update first":
+            scaler.update()
+        if step == "scaler":
+            scaler.step(optimizer)
+        elif step == "optimizer":
+            optimizer.step()
+        elif step == "both":
+            scaler.step(optimizer)
+            optimizer.step()
+        if update and order == "step first":
+            scaler.update()
+        if zero == "end":
+            optimizer.zero_grad()
+        if ret == "scaled":
+            return scaler.scale(loss).item()
+        if ret == "tensor":
+            return loss
         if ret == "none":
             return None
-        return checkpoint
-    return load_checkpoint
+        return loss.item()
+    return amp_train_step
 
 
-def _latest(*, parse="fullmatch", pick="max", path="full", empty="none"):
-    def latest_checkpoint(folder):
-        folder = Path(folder)
-        if parse == "text":
-            found = [(p.name, p) for p in folder.glob("epoch-*.pt")]
-        elif parse == "digits":
-            found = [(int(re.search(r"\d+", p.name).group()), p) for p in folder.iterdir()
-                     if re.search(r"\d+", p.name)]
-        elif parse == "mtime":
-            found = [(p.stat().st_mtime, p) for p in folder.glob("epoch-*.pt")]
-        elif parse == "prefix":
-            found = [(int(p.name[6:-3]), p) for p in folder.iterdir() if p.name.startswith("epoch-")]
-        else:
-            found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := re.fullmatch(r"epoch-(\d+)\.pt", p.name))]
-        if not found and empty == "none":
-            return None
-        best = (max(found) if pick == "max" else min(found))[1]
-        return best.name if path == "name" else best
-    return latest_checkpoint
-
-
-def _clean(how):
-    def clean_state_dict(state_dict):
-        if how == "replace":
-            return {k.replace("module.", "").replace("_orig_mod.", ""): v for k, v in state_dict.items()}
-        if how == "lstrip":
-            return {k.lstrip("module.").lstrip("_orig_mod."): v for k, v in state_dict.items()}
-        if how == "split":
-            return {k.split(".", 1)[1]: v for k, v in state_dict.items()}
-        if how == "slice":
-            return {k[len("module."):]: v for k, v in state_dict.items()}
-        if how == "regex once":
-            return {re.sub(r"^(module\.|_orig_mod\.)", "", k): v for k, v in state_dict.items()}
-        if how == "module only":
-            return {k.removeprefix("module."): v for k, v in state_dict.items()}
-        if how == "in place":
-            torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "module.")
-            torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(state_dict, "_orig_mod.")
-            return state_dict
-        if how == "keys":
-            return [k.removeprefix("module.").removeprefix("_orig_mod.") for k in state_dict]
-        if how == "sorted":
-            return dict(sorted(nb08.clean_state_dict_reference(state_dict).items()))
-        raise ValueError(how)
-    return clean_state_dict
+def _saved_no_return(model, x):
+    total = _saved()(model, x)
+    total += 0
 
 
 WRONG = [
-    ("08.save_checkpoint", _save(write="direct"), ["non-atomic", "os.replace"]),
-    ("08.save_checkpoint", _save(write="mkstemp"), ["SAME folder"]),
-    ("08.save_checkpoint", _save(keys=("model", "scheduler", "epoch", "step", "best_metric", "rng")),
-     ["no 'optimizer' entry"]),
-    ("08.save_checkpoint", _save(keys=("model", "optimizer", "epoch", "step", "best_metric", "rng")),
-     ["no 'scheduler' entry"]),
-    ("08.save_checkpoint", _save(keys=("model", "optimizer", "scheduler", "epoch", "step", "best_metric")),
-     ["no 'rng' entry"]),
-    ("08.save_checkpoint", _save(keys=("model", "optimizer", "scheduler", "rng")), ["no 'epoch' entry"]),
-    ("08.save_checkpoint", _save(rng="global"), ["generator"]),
-    ("08.save_checkpoint", _save(objects=True), ["weights_only=True", "state_dict()"]),
-    ("08.save_checkpoint", _save(write="with_name"), ["test case 2", "Path(path)"]),
-    ("08.save_checkpoint", _save(write="plus"), ["with_name"]),
-    ("08.save_checkpoint", save_then_copy, ["non-atomic"]),
-    ("08.load_checkpoint", _load(skip=("optimizer",)), ["optimizer.load_state_dict"]),
-    ("08.load_checkpoint", _load(skip=("scheduler",)), ["scheduler.load_state_dict"]),
-    ("08.load_checkpoint", _load(skip=("rng",)), ["restore_rng_state"]),
-    ("08.load_checkpoint", _load(skip=("generator",)), ["generator"]),
-    ("08.load_checkpoint", _load(weights_only=False), ["weights_only=True"]),
-    ("08.load_checkpoint", _load(where="none"), ["test case 2", "map_location=map_location"]),
-    ("08.load_checkpoint", _load(where="cpu"), ["test case 3", "map_location=map_location"]),
-    ("08.load_checkpoint", _load(skip=("optimizer", "scheduler", "rng")), ["optimizer"]),
-    ("08.load_checkpoint", _load(ret="epoch"), ["checkpoint dict"]),
-    ("08.load_checkpoint", _load(ret="none"), ["forget `return`"]),
-    ("08.load_checkpoint", load_then_draw, ["random state"]),
-    ("08.latest_checkpoint", _latest(parse="text"), ["as text"]),
-    ("08.latest_checkpoint", _latest(parse="digits"), ["temp"]),
-    ("08.latest_checkpoint", _latest(parse="mtime"), ["mtimes"]),
-    ("08.latest_checkpoint", _latest(parse="prefix"), ["re.fullmatch"]),
-    ("08.latest_checkpoint", _latest(pick="min"), ["expected epoch-3.pt"]),
-    ("08.latest_checkpoint", _latest(path="name"), ["full path"]),
-    ("08.latest_checkpoint", _latest(empty="raise"), ["test case 5", "return None"]),
-    ("08.clean_state_dict", _clean("replace"), ["start only"]),
-    ("08.clean_state_dict", _clean("lstrip"), ["expected keys"]),
-    ("08.clean_state_dict", _clean("split"), ["expected keys"]),
-    ("08.clean_state_dict", _clean("slice"), ["expected keys"]),
-    ("08.clean_state_dict", _clean("regex once"), ["in a loop"]),
-    ("08.clean_state_dict", _clean("module only"), ["_orig_mod."]),
-    ("08.clean_state_dict", _clean("in place"), ["in place"]),
-    ("08.clean_state_dict", _clean("keys"), ["expected a dict"]),
-    ("08.clean_state_dict", _clean("sorted"), ["expected keys"]),
+    ("08.training_memory", _memory(copies={"sgd": 0, "momentum": 1, "adam": 1, "adamw": 1}), ["TWO tensors"]),
+    ("08.training_memory", _memory(copies={"sgd": 0, "momentum": 1, "adam": 2, "adamw": 3}), ["optimizer_state"]),
+    ("08.training_memory", _memory(copies={"sgd": 1, "momentum": 1, "adam": 2, "adamw": 2}),
+     ["optimizer 'sgd'", "optimizer_state"]),
+    ("08.training_memory", _memory(copies={"sgd": 0, "momentum": 0, "adam": 2, "adamw": 2}), ["momentum buffer"]),
+    ("08.training_memory", _memory(size="model"), ["bytes per element"]),
+    ("08.training_memory", _memory(count="state_dict"), ["buffers"]),
+    ("08.training_memory", _memory(count="modules"), ["counts it twice"]),
+    ("08.training_memory", _memory(frozen="count"), ["frozen", "trainable"]),
+    ("08.training_memory", _memory(unit=2 ** 20), ["bytes"]),
+    ("08.training_memory", _memory(as_tensor=True), ["Python int"]),
+    ("08.training_memory", _memory(keys=("params", "grads", "optimizer")), ["missing ['optimizer_state']"]),
+    ("08.saved_activation_bytes", _saved(key="none"), ["count each storage once"]),
+    ("08.saved_activation_bytes", _saved(key="id"), ["test case 4", "untyped_storage().data_ptr()"]),
+    ("08.saved_activation_bytes", _saved(key="data_ptr", size="storage"), ["test case 4", "expected 384"]),
+    ("08.saved_activation_bytes", _saved(size="view"), ["test case 4", "whole storage"]),
+    ("08.saved_activation_bytes", _saved(params="count"), ["model.parameters()"]),
+    ("08.saved_activation_bytes", _saved(unit="elements"), ["numel() counts elements"]),
+    ("08.saved_activation_bytes", _saved(detach=False), ["never freed", "t.detach()"]),
+    ("08.saved_activation_bytes", _saved(grad=False), ["no_grad"]),
+    ("08.saved_activation_bytes", _saved_no_return, ["forget `return`"]),
+    ("08.amp_train_step", _amp(zero="none"), ["test case 4", "clear the gradients first"]),
+    ("08.amp_train_step", _amp(zero="end"), ["test case 4", "clear the gradients first"]),
+    ("08.amp_train_step", _amp(dtype="fp16"), ["bfloat16 on 'cpu'"]),
+    ("08.amp_train_step", _amp(dtype="bf16"), ["device_type='cuda'", "float16 on 'cuda'"]),
+    ("08.amp_train_step", _amp(device="cpu"), ["device_type=device_type"]),
+    ("08.amp_train_step", _amp(scaled=False), ["scaler.scale(loss).backward()"]),
+    ("08.amp_train_step", _amp(step="optimizer"), ["scaler.step(optimizer)"]),
+    ("08.amp_train_step", _amp(step="both"), ["update of parameter"]),
+    ("08.amp_train_step", _amp(update=False), ["scaler.update()"]),
+    ("08.amp_train_step", _amp(order="update first"), ["before scaler.update()"]),
+    ("08.amp_train_step", _amp(ret="scaled"), ["loss before scaling"]),
+    ("08.amp_train_step", _amp(ret="tensor"), ["Python float"]),
+    ("08.amp_train_step", _amp(autocast=False), ["autocast"]),
+    ("08.amp_train_step", _amp(ret="none"), ["forget `return`"]),
 ]
 
 
@@ -338,29 +272,44 @@ def test_learners_wrong_answers_fail_with_a_message_naming_the_fix(exercise_id, 
         assert word in result.message, result.message
 
 
-def _latest_glob(folder):
-    candidates = sorted(Path(folder).glob("epoch-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
-    return candidates[-1] if candidates else None
+def _memory_loops(model, optimizer, dtype):
+    per_param = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
+    out = {"params": 0, "grads": 0, "optimizer_state": 0}
+    for p in model.parameters():
+        nbytes = p.numel() * torch.empty((), dtype=dtype).element_size()
+        out["params"] += nbytes
+        if p.requires_grad:
+            out["grads"] += nbytes
+            out["optimizer_state"] += per_param * nbytes
+    return out
 
 
-def _latest_os_path(folder):
-    best, best_n = None, -1
-    for name in os.listdir(folder):
-        m = re.match(r"epoch-(\d+)\.pt$", name)
-        if m and int(m.group(1)) > best_n:
-            best, best_n = os.path.join(folder, name), int(m.group(1))
-    return best
+def _saved_setdefault(model, x):
+    skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    storages = {}
+
+    def pack(t):
+        s = t.untyped_storage()
+        if s.data_ptr() not in skip:
+            storages.setdefault(s.data_ptr(), s.nbytes())
+        return t.detach()
+
+    def unpack(t):
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = model(x)
+    del out
+    return int(sum(storages.values()))
 
 
 RIGHT = [
-    ("08.save_checkpoint", _save()),
-    ("08.save_checkpoint", _save(write="str")),
-    ("08.load_checkpoint", _load()),
-    ("08.latest_checkpoint", _latest()),
-    ("08.latest_checkpoint", _latest_glob),
-    ("08.latest_checkpoint", _latest_os_path),
-    ("08.clean_state_dict", lambda sd: OrderedDict(
-        (re.sub(r"^((module|_orig_mod)\.)+", "", k), v) for k, v in sd.items())),
+    ("08.training_memory", _memory()),
+    ("08.training_memory", _memory_loops),
+    ("08.saved_activation_bytes", _saved()),
+    ("08.saved_activation_bytes", _saved_setdefault),
+    ("08.amp_train_step", _amp()),
+    ("08.amp_train_step", lambda m, x, y, lf, opt, sc, dt: _amp()(m, x, y, lf, opt, sc, dt)),
 ]
 
 
@@ -368,3 +317,15 @@ RIGHT = [
 def test_learners_right_answers_pass(exercise_id, right) -> None:
     result = check(exercise_id, right)
     assert result.passed, result.message
+
+
+def test_amp_zero_grad_keeping_zeros_passes() -> None:
+    def keep_zeros(model, x, y, loss_fn, optimizer, scaler, device_type):
+        optimizer.zero_grad(set_to_none=False)
+        with torch.autocast(device_type=device_type):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return float(loss)
+    assert check("08.amp_train_step", keep_zeros).passed

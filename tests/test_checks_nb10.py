@@ -1,179 +1,237 @@
-"""Notebook 10 exercises: other right and wrong answers (required ids: tests/test_exercise_checks.py)."""
+"""Notebook 10 exercises: extra right and wrong answers (required ids: tests/test_exercise_checks.py)."""
 
 from __future__ import annotations
 
-import time
+import random
 
+import numpy as np
 import pytest
 import torch
+from torch import nn
 
-from course_utils.checks.nb10 import FakeAsyncDevice, time_it_reference
+from course_utils.checks.nb10 import fix_train_step_inputs
 from course_utils.exercises import check
-from course_utils.profiling import time_it
 
 
-def test_fake_device_models_an_asynchronous_gpu() -> None:
-    dev = FakeAsyncDevice(cost=0.01, first=1.0, launch=0.001)
-    dev.fn()
-    assert dev.clock() == 0.001            # the call returned after the launch only
-    dev.sync()
-    assert abs(dev.clock() - 1.001) < 1e-12  # sync waited for the queued work
-    cpu = FakeAsyncDevice(cost=0.01, first=1.0, launch=0.001, asynchronous=False)
-    cpu.fn()
-    assert abs(cpu.clock() - 1.001) < 1e-12
+# --- 10.seed_everything ----------------------------------------------------------------------------
+
+def test_seed_everything_other_correct_answer_passes() -> None:
+    def seed_everything(seed):
+        torch.random.manual_seed(seed)
+        np.random.seed(seed)
+        random.seed(seed)
+        generator = torch.Generator()
+        generator.manual_seed(seed)
+        return generator
+
+    assert check("10.seed_everything", seed_everything).passed
 
 
-def test_time_it_variants_that_are_also_right() -> None:
-    def sync_every_call(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
-        for _ in range(warmup):
-            fn()
-        if sync:
-            sync()
-        elapsed = 0.0
-        for _ in range(repeats):
-            start = clock()
-            fn()
-            if sync:
-                sync()
-            elapsed += clock() - start
-        return elapsed / repeats
+def test_seed_everything_default_rng_does_not_seed_numpys_global_generator() -> None:
+    def seed_everything(seed):
+        random.seed(seed)
+        np.random.default_rng(seed)  # a new, separate generator: np.random.rand() is unaffected
+        torch.manual_seed(seed)
+        return torch.Generator().manual_seed(seed)
 
-    assert check("10.time_it", sync_every_call).passed
-    assert check("10.time_it", time_it).passed  # the course_utils version has the same contract
+    result = check("10.seed_everything", seed_everything)
+    assert result.status == "fail" and "Hint (numpy not seeded)" in result.message
 
 
-def test_time_it_with_wrong_call_count_fails() -> None:
-    def extra_call(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
-        fn()
-        return time_it_reference(fn, warmup, repeats, sync, clock)
+def test_seed_everything_draws_are_taken_right_after_the_candidate() -> None:
+    def seeds_then_draws(seed):  # seeds correctly, then consumes one number: no longer "fresh"
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        torch.rand(1)
+        return torch.Generator().manual_seed(seed)
 
-    assert check("10.time_it", extra_call).status == "fail"
-
-
-def test_real_time_it_on_cpu_is_positive_and_small() -> None:
-    x = torch.randn(1000)
-    assert 0 < time_it(lambda: x * 2, warmup=1, repeats=5) < 0.5
-
-
-def test_mean_epoch_loss_alternatives() -> None:
-    assert check("10.mean_epoch_loss", lambda ls: sum(loss.detach() for loss in ls) / len(ls)).passed
-    assert check("10.mean_epoch_loss", lambda ls: torch.stack(ls).mean().detach()).passed
-    result = check("10.mean_epoch_loss",
-                   lambda ls: torch.tensor(sum(float(loss.detach()) for loss in ls) / len(ls)))
-    assert "Hint (calls .item() every step" in result.message
+    result = check("10.seed_everything", seeds_then_draws)
+    assert result.status == "fail" and "torch's global generator" in result.message
 
 
-def test_clip_norm_where_is_accepted_and_python_if_is_named() -> None:
-    assert check("10.clip_norm", lambda x: torch.where(x.norm() > 1, x / x.norm(), x)).passed
+# --- 10.nonfinite_layers --------------------------------------------------------------------------
 
-    def python_if(x):
-        return x / x.norm() if x.norm() > 1 else x.clone()
+def test_nonfinite_layers_other_correct_answer_passes() -> None:
+    def nonfinite_layers(model, x):
+        names, handles = [], []
+        for name, module in model.named_modules():
+            if len(list(module.children())) == 0:
+                handles.append(module.register_forward_hook(
+                    lambda m, i, o, name=name: names.append(name) if (~torch.isfinite(o)).any() else None))
+        try:
+            model(x)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return names
 
-    result = check("10.clip_norm", python_if)
-    assert result.status == "fail" and "Hint (Python if on a tensor value)" in result.message
+    assert check("10.nonfinite_layers", nonfinite_layers).passed
+
+
+# --- 10.fix_train_step ------------------------------------------------------------------------------
+
+def test_fix_inputs_start_broken() -> None:
+    model, (x, y), optimizer, loss_fn = fix_train_step_inputs(0)
+    assert not model.training, "the model arrives in eval mode"
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+    assert isinstance(loss_fn, nn.CrossEntropyLoss) and y.dtype == torch.int64
+
+
+def test_fix_train_step_other_correct_answer_passes() -> None:
+    def train_step(model, batch, optimizer, loss_fn):
+        inputs, labels = batch
+        model.train()
+        model.zero_grad(set_to_none=True)
+        logits = model(inputs)
+        loss = loss_fn(logits, labels)
+        loss.backward()
+        optimizer.step()
+        return float(loss.detach())
+
+    assert check("10.fix_train_step", train_step).passed
+
+
+def test_fix_train_step_broken_program_is_named() -> None:
+    def all_three_bugs(model, batch, optimizer, loss_fn):
+        x, y = batch
+        loss = loss_fn(model(x).softmax(dim=1), y)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    result = check("10.fix_train_step", all_three_bugs)
+    assert result.status == "fail" and "Hint (" in result.message
 
 
 # --- learners' answers: wrong ones must FAIL with a message naming the fix, right ones must pass ---
 
-
-def _timer(*, warmup="loop", sync_after_warmup=True, sync_end=True, guard=True, clock="argument",
-           result="mean", extra_call=False):
-    def time_it(fn, warmup_n=2, repeats=10, sync=None, clock_fn=time.perf_counter):
-        read = clock_fn if clock == "argument" else time.perf_counter
-
-        def wait():
-            if sync is not None or not guard:
-                sync()
-        for _ in range(warmup_n if warmup == "loop" else max(warmup_n, 1) if warmup == "at least one" else 0):
-            fn()
-        if sync_after_warmup:
-            wait()
-        start = read()
-        for _ in range(repeats + (1 if extra_call else 0)):
-            fn()
-        if sync_end:
-            wait()
-        elapsed = read() - start
-        return elapsed if result == "total" else elapsed / repeats
-    # keep the task's parameter names
-    return lambda fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter: time_it(fn, warmup, repeats, sync, clock)
+_SHARED = torch.Generator()
 
 
-def _mean(*, how="stack", detach=True):
-    def mean_epoch_loss(step_losses):
-        if how == "items":
-            return torch.tensor(sum(v.item() for v in step_losses) / len(step_losses))
-        if how == "float accumulate":
-            total = torch.zeros(())
-            for loss in step_losses:
-                total += loss.detach()
-            return total / len(step_losses)
-        if how == "sum":
-            return torch.stack([v.detach() for v in step_losses]).sum()
-        if how == "tensor of list":
-            return torch.tensor(step_losses).mean()
-        if how == "detach_ in place":
-            return torch.stack([v.detach_() for v in step_losses]).mean()
-        if how == "python float":
-            return torch.stack([v.detach() for v in step_losses]).mean().item()
-        losses = [v.detach() if detach else v for v in step_losses]
-        return torch.stack(losses).mean()
-    return mean_epoch_loss
+def _seed(*, python=True, numpy="global", torch_seed="manual_seed", ret="new", value=None):
+    def seed_everything(seed):
+        s = seed if value is None else value
+        if python == "Random":
+            random.Random(s)
+        elif python:
+            random.seed(s)
+        if numpy == "global":
+            np.random.seed(s)
+        elif numpy == "default_rng":
+            np.random.default_rng(s)
+        if torch_seed == "manual_seed":
+            torch.manual_seed(s)
+        elif torch_seed == "cuda only":
+            torch.cuda.manual_seed_all(s)
+        if ret == "global":
+            return torch.manual_seed(s)
+        if ret == "unseeded":
+            return torch.Generator()
+        if ret == "shared":
+            return _SHARED.manual_seed(s)
+        if ret == "none":
+            return None
+        if ret == "int":
+            return s
+        return torch.Generator().manual_seed(s)
+    return seed_everything
 
 
-def _clip(how):
-    def clip_norm(x):
-        if how == "python if":
-            return x / x.norm() if x.norm() > 1 else x.clone()
-        if how == "always":
-            return x / x.norm()
-        if how == "swapped":
-            return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
-        if how == "alias":
-            return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
-        if how == "below":
-            return torch.cond(x.norm() < 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
-        if how == "in place":
-            return torch.cond(x.norm() > 1, lambda v: v.div_(v.norm()), lambda v: v.clone(), (x,))
-        if how == "max":
-            return x / max(x.norm(), 1)
-        if how == "normalize":
-            return torch.nn.functional.normalize(x, dim=0)
-        if how == "cond":
-            return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
-        if how == "clamp":
-            return x / x.norm().clamp(min=1.0)
-        if how == "where":
-            n = x.norm()
-            return torch.where(n > 1, x / n, x)
-        raise ValueError(how)
-    return clip_norm
+def _nonfinite(*, where="leaves", test="isfinite", finally_=True, remove=True, order="run", dedupe=False,
+               names="named"):
+    def nonfinite_layers(model, x):
+        found = []
+
+        def hook(name):
+            def record(module, inputs, output):
+                bad = torch.isnan(output).any() if test == "nan" else not torch.isfinite(output).all()
+                if bad and not (dedupe and name in found):
+                    found.append(name if names == "named" else type(module).__name__)
+            return record
+
+        modules = [(n, m) for n, m in model.named_modules()
+                   if where == "all" or (where == "children" and n and "." not in n)
+                   or (where == "leaves" and not list(m.children()))]
+        if where == "children":
+            modules = list(model.named_children())
+        handles = [m.register_forward_hook(hook(n)) for n, m in modules]
+        if finally_:
+            try:
+                with torch.no_grad():
+                    model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+        else:
+            with torch.no_grad():
+                model(x)
+            if remove:
+                for h in handles:
+                    h.remove()
+        if order == "registration":
+            return [n for n, _ in model.named_modules() if n in found]
+        return found
+    return nonfinite_layers
+
+
+def _fix(*, train=True, zero="optimizer", softmax=False, ret="item", backward=True):
+    def fix_train_step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        if train:
+            model.train()
+        if zero == "optimizer":
+            optimizer.zero_grad()
+        elif zero == "by hand":
+            for p in model.parameters():
+                p.grad.zero_()
+        out = model(x)
+        loss = loss_fn(out.softmax(dim=1) if softmax else out, y)
+        if backward:
+            loss.backward()
+        if zero == "after backward":
+            optimizer.zero_grad()
+        optimizer.step()
+        if zero == "end":
+            optimizer.zero_grad()
+        if ret == "tensor":
+            return loss
+        if ret == "none":
+            return None
+        return loss.item()
+    return fix_train_step
 
 
 WRONG = [
-    ("10.time_it", _timer(warmup="none"), ["warm-up"]),
-    ("10.time_it", _timer(warmup="at least one"), ["test case 5", "warmup + repeats"]),
-    ("10.time_it", _timer(sync_after_warmup=False), ["after the warm-up"]),
-    ("10.time_it", _timer(sync_end=False), ["synchronization"]),
-    ("10.time_it", _timer(sync_after_warmup=False, sync_end=False), ["synchronization"]),
-    ("10.time_it", _timer(guard=False), ["if sync is not None"]),
-    ("10.time_it", _timer(clock="perf_counter"), ["clock argument"]),
-    ("10.time_it", _timer(result="total"), ["divide the elapsed time by `repeats`"]),
-    ("10.time_it", _timer(extra_call=True), ["warmup + repeats"]),
-    ("10.mean_epoch_loss", _mean(how="items"), ["device -> host", ".item()"]),
-    ("10.mean_epoch_loss", _mean(how="tensor of list"), ["device -> host"]),
-    ("10.mean_epoch_loss", _mean(detach=False), ["graph"]),
-    ("10.mean_epoch_loss", _mean(how="sum"), ["mean loss"]),
-    ("10.mean_epoch_loss", _mean(how="float accumulate"), ["test case 4", "dtype torch.float64"]),
-    ("10.mean_epoch_loss", _mean(how="detach_ in place"), ["detach()"]),
-    ("10.mean_epoch_loss", _mean(how="python float"), ["device -> host"]),
-    ("10.clip_norm", _clip("python if"), ["torch.cond"]),
-    ("10.clip_norm", _clip("always"), ["unchanged"]),
-    ("10.clip_norm", _clip("swapped"), ["true_fn runs when pred is True"]),
-    ("10.clip_norm", _clip("alias"), ["v.clone()"]),
-    ("10.clip_norm", _clip("below"), ["wrong values"]),
-    ("10.clip_norm", _clip("in place"), ["must not change their inputs"]),
-    ("10.clip_norm", _clip("normalize"), ["unchanged"]),
+    ("10.seed_everything", _seed(python=False), ["Python's `random`", "random.seed(seed)"]),
+    ("10.seed_everything", _seed(python="Random"), ["Python's `random`"]),
+    ("10.seed_everything", _seed(numpy=None), ["NumPy", "np.random.seed(seed)"]),
+    ("10.seed_everything", _seed(numpy="default_rng"), ["NumPy", "default_rng"]),
+    ("10.seed_everything", _seed(torch_seed=None), ["torch's global generator", "torch.manual_seed"]),
+    ("10.seed_everything", _seed(torch_seed="cuda only"), ["torch's global generator"]),
+    ("10.seed_everything", _seed(ret="global"), ["global generator", "torch.Generator().manual_seed(seed)"]),
+    ("10.seed_everything", _seed(ret="unseeded"), ["not seeded", ".manual_seed(3)"]),
+    ("10.seed_everything", _seed(ret="shared"), ["same generator object", "NEW"]),
+    ("10.seed_everything", _seed(ret="int"), ["torch.Generator"]),
+    ("10.seed_everything", _seed(ret="none"), ["forget `return`"]),
+    ("10.seed_everything", _seed(value=42), ["hard-coded", "`seed` parameter"]),
+    ("10.nonfinite_layers", _nonfinite(finally_=False, remove=False), ["hook(s) were left", "finally"]),
+    ("10.nonfinite_layers", _nonfinite(finally_=False), ["test case 4", "raised", "finally"]),
+    ("10.nonfinite_layers", _nonfinite(test="nan"), ["misses Inf", "isfinite"]),
+    ("10.nonfinite_layers", _nonfinite(order="registration"), ["registration order"]),
+    ("10.nonfinite_layers", _nonfinite(where="all"), ["leaf modules"]),
+    ("10.nonfinite_layers", _nonfinite(where="children"), ["body.1"]),
+    ("10.nonfinite_layers", _nonfinite(dedupe=True), ["test case 3", "runs twice", "`act`"]),
+    ("10.nonfinite_layers", _nonfinite(names="type"), ["expected ['1', '2', '3', '4']"]),
+    ("10.fix_train_step", _fix(train=False), ["EVAL_MODE_LEFT_ON", "model.train()"]),
+    ("10.fix_train_step", _fix(zero=None), ["ZERO_GRAD_MISSING"]),
+    ("10.fix_train_step", _fix(zero="end"), ["test case 1", "START of the step"]),
+    ("10.fix_train_step", _fix(zero="by hand"), ["test case 3", "optimizer.zero_grad()"]),
+    ("10.fix_train_step", _fix(zero="after backward"), ["before backward()"]),
+    ("10.fix_train_step", _fix(softmax=True), ["SOFTMAX_BEFORE_CE"]),
+    ("10.fix_train_step", _fix(ret="tensor"), ["loss.item()"]),
+    ("10.fix_train_step", _fix(ret="none"), ["forget `return`"]),
+    ("10.fix_train_step", _fix(backward=False), ["parameters differ"]),
 ]
 
 
@@ -188,13 +246,10 @@ def test_learners_wrong_answers_fail_with_a_message_naming_the_fix(exercise_id, 
 
 
 RIGHT = [
-    ("10.time_it", _timer()),
-    ("10.mean_epoch_loss", _mean()),
-    ("10.mean_epoch_loss", lambda losses: sum(loss.detach() for loss in losses) / len(losses)),
-    ("10.clip_norm", _clip("cond")),
-    ("10.clip_norm", _clip("clamp")),
-    ("10.clip_norm", _clip("where")),
-    ("10.clip_norm", _clip("max")),  # torch.export records max(norm, 1) as a clamp: exportable
+    ("10.seed_everything", _seed()),
+    ("10.nonfinite_layers", _nonfinite()),
+    ("10.fix_train_step", _fix()),
+    ("10.fix_train_step", lambda model, batch, optimizer, loss_fn: _fix()(model, batch, optimizer, loss_fn)),
 ]
 
 

@@ -1,214 +1,179 @@
-"""Notebook 11 exercises: the reference agrees with PyTorch; other right and wrong answers (required
-ids and mistake names: tests/test_exercise_checks.py)."""
+"""Notebook 11 exercises: other right and wrong answers (required ids: tests/test_exercise_checks.py)."""
 
 from __future__ import annotations
 
-import math
+import time
 
 import pytest
 import torch
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DistributedSampler
 
-from course_utils.checks.nb11 import shard_indices_reference, unwrapped_state_dict_reference
-from course_utils.exercises import check, get_exercise
-
-
-def _unwrap_case_models() -> list[torch.nn.Module]:
-    """The model each 11.unwrapped_state_dict test case hands to the candidate."""
-    return [factory()[0][0] for factory in get_exercise("11.unwrapped_state_dict").cases]
+from course_utils.checks.nb11 import FakeAsyncDevice, time_it_reference
+from course_utils.exercises import check
+from course_utils.profiling import time_it
 
 
-def test_shard_reference_matches_distributed_sampler() -> None:
-    for n in range(1, 14):
-        for world_size in range(1, 7):
-            for rank in range(world_size):
-                sampler = DistributedSampler(range(n), num_replicas=world_size, rank=rank, shuffle=False)
-                assert shard_indices_reference(n, rank, world_size) == list(sampler), (n, rank, world_size)
+def test_fake_device_models_an_asynchronous_gpu() -> None:
+    dev = FakeAsyncDevice(cost=0.01, first=1.0, launch=0.001)
+    dev.fn()
+    assert dev.clock() == 0.001            # the call returned after the launch only
+    dev.sync()
+    assert abs(dev.clock() - 1.001) < 1e-12  # sync waited for the queued work
+    cpu = FakeAsyncDevice(cost=0.01, first=1.0, launch=0.001, asynchronous=False)
+    cpu.fn()
+    assert abs(cpu.clock() - 1.001) < 1e-12
 
 
-def test_shard_indices_with_sampler_itself_passes() -> None:
-    def via_sampler(n, rank, world_size):
-        return list(DistributedSampler(range(n), num_replicas=world_size, rank=rank, shuffle=False))
+def test_time_it_variants_that_are_also_right() -> None:
+    def sync_every_call(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
+        for _ in range(warmup):
+            fn()
+        if sync:
+            sync()
+        elapsed = 0.0
+        for _ in range(repeats):
+            start = clock()
+            fn()
+            if sync:
+                sync()
+            elapsed += clock() - start
+        return elapsed / repeats
 
-    assert check("11.shard_indices", via_sampler).passed
-
-
-def test_average_gradients_in_place_all_reduce_style_passes() -> None:
-    def in_place(per_rank):
-        for i in range(len(per_rank[0])):
-            total = sum(grads[i] for grads in per_rank)
-            for grads in per_rank:
-                grads[i] = total / len(per_rank)
-        return per_rank
-
-    assert check("11.average_gradients", in_place).passed
-
-
-def test_should_save_truthy_int_is_rejected() -> None:
-    result = check("11.should_save", lambda rank, epoch, every: int(rank == 0 and (epoch + 1) % every == 0))
-    assert result.status == "fail" and "True or False" in result.message
+    assert check("11.time_it", sync_every_call).passed
+    assert check("11.time_it", time_it).passed  # the course_utils version has the same contract
 
 
-def test_wrapped_cases_behave_like_a_ddp_wrapper() -> None:
-    shells = [m for m in _unwrap_case_models() if isinstance(m, DistributedDataParallel)]
-    assert shells, "some cases hand over a DistributedDataParallel wrapper"
-    for shell in shells:
-        assert list(shell.state_dict()) == [f"module.{key}" for key in shell.module.state_dict()]
-    assert check("11.unwrapped_state_dict",
-                 lambda m: m.module.state_dict() if isinstance(m, torch.nn.parallel.DistributedDataParallel)
-                 else m.state_dict()).passed
+def test_time_it_with_wrong_call_count_fails() -> None:
+    def extra_call(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
+        fn()
+        return time_it_reference(fn, warmup, repeats, sync, clock)
+
+    assert check("11.time_it", extra_call).status == "fail"
 
 
-def test_unwrap_tests_the_type_not_the_attribute() -> None:
-    plain = next(m for m in _unwrap_case_models() if not isinstance(m, DistributedDataParallel)
-                 and isinstance(getattr(m, "module", None), torch.nn.Module))  # a layer named `module`
-    assert list(unwrapped_state_dict_reference(plain)) == ["module.weight", "module.bias", "head.weight", "head.bias"]
-    inner = torch.nn.Linear(2, 1)
-    assert list(unwrapped_state_dict_reference(torch.nn.DataParallel(inner))) == ["weight", "bias"]
-    result = check("11.unwrapped_state_dict", lambda m: getattr(m, "module", m).state_dict())
-    assert result.status == "fail" and "Hint (unwraps by attribute name" in result.message
-    assert "isinstance" in result.message
+def test_real_time_it_on_cpu_is_positive_and_small() -> None:
+    x = torch.randn(1000)
+    assert 0 < time_it(lambda: x * 2, warmup=1, repeats=5) < 0.5
+
+
+def test_mean_epoch_loss_alternatives() -> None:
+    assert check("11.mean_epoch_loss", lambda ls: sum(loss.detach() for loss in ls) / len(ls)).passed
+    assert check("11.mean_epoch_loss", lambda ls: torch.stack(ls).mean().detach()).passed
+    result = check("11.mean_epoch_loss",
+                   lambda ls: torch.tensor(sum(float(loss.detach()) for loss in ls) / len(ls)))
+    assert "Hint (calls .item() every step" in result.message
+
+
+def test_clip_norm_where_is_accepted_and_python_if_is_named() -> None:
+    assert check("11.clip_norm", lambda x: torch.where(x.norm() > 1, x / x.norm(), x)).passed
+
+    def python_if(x):
+        return x / x.norm() if x.norm() > 1 else x.clone()
+
+    result = check("11.clip_norm", python_if)
+    assert result.status == "fail" and "Hint (Python if on a tensor value)" in result.message
 
 
 # --- learners' answers: wrong ones must FAIL with a message naming the fix, right ones must pass ---
 
-def _avg(how):
-    def average_gradients(per_rank):
-        world_size = len(per_rank)
+
+def _timer(*, warmup="loop", sync_after_warmup=True, sync_end=True, guard=True, clock="argument",
+           result="mean", extra_call=False):
+    def time_it(fn, warmup_n=2, repeats=10, sync=None, clock_fn=time.perf_counter):
+        read = clock_fn if clock == "argument" else time.perf_counter
+
+        def wait():
+            if sync is not None or not guard:
+                sync()
+        for _ in range(warmup_n if warmup == "loop" else max(warmup_n, 1) if warmup == "at least one" else 0):
+            fn()
+        if sync_after_warmup:
+            wait()
+        start = read()
+        for _ in range(repeats + (1 if extra_call else 0)):
+            fn()
+        if sync_end:
+            wait()
+        elapsed = read() - start
+        return elapsed if result == "total" else elapsed / repeats
+    # keep the task's parameter names
+    return lambda fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter: time_it(fn, warmup, repeats, sync, clock)
+
+
+def _mean(*, how="stack", detach=True):
+    def mean_epoch_loss(step_losses):
+        if how == "items":
+            return torch.tensor(sum(v.item() for v in step_losses) / len(step_losses))
+        if how == "float accumulate":
+            total = torch.zeros(())
+            for loss in step_losses:
+                total += loss.detach()
+            return total / len(step_losses)
         if how == "sum":
-            summed = [sum(grads) for grads in zip(*per_rank)]
-            return [[g.clone() for g in summed] for _ in range(world_size)]
-        if how == "own":
-            return [[g.clone() for g in grads] for grads in per_rank]
-        if how == "single":
-            return [torch.stack(grads).mean(dim=0) for grads in zip(*per_rank)]
-        if how == "within":
-            return [[g / len(grads) for g in grads] for grads in per_rank]
-        if how == "minus one":
-            summed = [sum(grads) for grads in zip(*per_rank)]
-            return [[g / (world_size - 1) for g in summed] for _ in range(world_size)]
-        if how == "in place":
-            for grads in zip(*per_rank):
-                total = sum(g.clone() for g in grads)
-                for g in grads:
-                    g.copy_(total / world_size)
-            return per_rank
-        if how == "first rank only":
-            return [[g / world_size for g in per_rank[0]] for _ in range(world_size)]
-        if how == "mean":
-            means = [torch.stack(grads).mean(dim=0) for grads in zip(*per_rank)]
-            return [list(means) for _ in range(world_size)]
-        if how == "same list":
-            means = [sum(grads) / world_size for grads in zip(*per_rank)]
-            return [means] * world_size
-        raise ValueError(how)
-    return average_gradients
+            return torch.stack([v.detach() for v in step_losses]).sum()
+        if how == "tensor of list":
+            return torch.tensor(step_losses).mean()
+        if how == "detach_ in place":
+            return torch.stack([v.detach_() for v in step_losses]).mean()
+        if how == "python float":
+            return torch.stack([v.detach() for v in step_losses]).mean().item()
+        losses = [v.detach() if detach else v for v in step_losses]
+        return torch.stack(losses).mean()
+    return mean_epoch_loss
 
 
-def _shard(how):
-    def shard_indices(n, rank, world_size):
-        per_rank = math.ceil(n / world_size)
-        if how == "no rank":
-            return list(range(0, n, world_size))
-        if how == "drop":
-            return list(range(rank, n - n % world_size, world_size))
-        if how == "unequal":
-            return list(range(rank, n, world_size))
-        if how == "blocks":
-            padded = [i % n for i in range(per_rank * world_size)]
-            return padded[rank * per_rank:(rank + 1) * per_rank]
-        if how == "pad zeros":
-            padded = list(range(n)) + [0] * (per_rank * world_size - n)
-            return padded[rank::world_size]
-        if how == "pad last":
-            padded = list(range(n)) + [n - 1] * (per_rank * world_size - n)
-            return padded[rank::world_size]
-        if how == "pad once":
-            indices = list(range(n))
-            indices += indices[: per_rank * world_size - n]
-            return indices[rank::world_size]
-        if how == "floor plus one":
-            total = (n // world_size + 1) * world_size
-            return [i % n for i in range(total)][rank::world_size]
-        if how == "modulo":
-            return [i % n for i in range(per_rank * world_size)][rank::world_size]
-        if how == "tensor":
-            return torch.arange(per_rank * world_size)[rank::world_size] % n
-        raise ValueError(how)
-    return shard_indices
-
-
-def _save(how):
-    def should_save(rank, epoch, every):
-        if how == "every rank":
-            return (epoch + 1) % every == 0
-        if how == "off by one":
-            return rank == 0 and epoch % every == 0
-        if how == "precedence":
-            return rank == 0 & (epoch + 1) % every == 0
-        if how == "nonzero":
-            return rank == 0 and epoch > 0 and epoch % every == 0
-        if how == "threshold":
-            return rank == 0 and epoch >= every - 1
-        if how == "int":
-            return int(rank == 0 and (epoch + 1) % every == 0)
-        if how == "remainder":
-            return rank == 0 and epoch % every == every - 1
-        if how == "not rank":
-            return not rank and not (epoch + 1) % every
-        raise ValueError(how)
-    return should_save
-
-
-def _unwrap(how):
-    def unwrapped_state_dict(model):
-        if how == "prefix":
-            return model.state_dict()
+def _clip(how):
+    def clip_norm(x):
+        if how == "python if":
+            return x / x.norm() if x.norm() > 1 else x.clone()
         if how == "always":
-            return model.module.state_dict()
-        if how == "getattr":
-            return getattr(model, "module", model).state_dict()
-        if how == "hasattr":
-            return model.module.state_dict() if hasattr(model, "module") else model.state_dict()
-        if how == "strip":
-            return {k.removeprefix("module."): v for k, v in model.state_dict().items()}
-        if how == "replace":
-            return {k.replace("module.", ""): v for k, v in model.state_dict().items()}
-        if how == "isinstance":
-            inner = model.module if isinstance(model, (DistributedDataParallel, torch.nn.DataParallel)) else model
-            return inner.state_dict()
+            return x / x.norm()
+        if how == "swapped":
+            return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
+        if how == "alias":
+            return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
+        if how == "below":
+            return torch.cond(x.norm() < 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+        if how == "in place":
+            return torch.cond(x.norm() > 1, lambda v: v.div_(v.norm()), lambda v: v.clone(), (x,))
+        if how == "max":
+            return x / max(x.norm(), 1)
+        if how == "normalize":
+            return torch.nn.functional.normalize(x, dim=0)
+        if how == "cond":
+            return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+        if how == "clamp":
+            return x / x.norm().clamp(min=1.0)
+        if how == "where":
+            n = x.norm()
+            return torch.where(n > 1, x / n, x)
         raise ValueError(how)
-    return unwrapped_state_dict
+    return clip_norm
 
 
 WRONG = [
-    ("11.average_gradients", _avg("sum"), ["divide by world_size"]),
-    ("11.average_gradients", _avg("own"), ["ACROSS ranks"]),
-    ("11.average_gradients", _avg("single"), ["one list per rank"]),
-    ("11.average_gradients", _avg("within"), ["len(per_rank)"]),
-    ("11.average_gradients", _avg("minus one"), ["wrong values"]),
-    ("11.average_gradients", _avg("first rank only"), ["wrong values"]),
-    ("11.shard_indices", _shard("no rank"), ["start at `rank`"]),
-    ("11.shard_indices", _shard("drop"), ["pad"]),
-    ("11.shard_indices", _shard("unequal"), ["same number of indices"]),
-    ("11.shard_indices", _shard("blocks"), ["interleaves"]),
-    ("11.shard_indices", _shard("pad zeros"), ["expected [3, 7, 1]"]),
-    ("11.shard_indices", _shard("pad last"), ["expected [3, 7, 1]"]),
-    ("11.shard_indices", _shard("pad once"), ["n=2, rank=4, world_size=5"]),
-    ("11.shard_indices", _shard("floor plus one"), ["n=8, rank=1, world_size=2"]),
-    ("11.should_save", _save("every rank"), ["rank == 0"]),
-    ("11.should_save", _save("off by one"), ["epoch + 1"]),
-    ("11.should_save", _save("precedence"), ["rank=0, epoch=0, every=2 expected False"]),
-    ("11.should_save", _save("nonzero"), ["expected"]),
-    ("11.should_save", _save("threshold"), ["expected False, found True"]),
-    ("11.should_save", _save("int"), ["True or False"]),
-    ("11.unwrapped_state_dict", _unwrap("prefix"), ["'module.' prefix"]),
-    ("11.unwrapped_state_dict", _unwrap("always"), ["has no .module"]),
-    ("11.unwrapped_state_dict", _unwrap("getattr"), ["test the type"]),
-    ("11.unwrapped_state_dict", _unwrap("hasattr"), ["test the type"]),
-    ("11.unwrapped_state_dict", _unwrap("strip"), ["expected the keys"]),
-    ("11.unwrapped_state_dict", _unwrap("replace"), ["expected the keys"]),
+    ("11.time_it", _timer(warmup="none"), ["warm-up"]),
+    ("11.time_it", _timer(warmup="at least one"), ["test case 5", "warmup + repeats"]),
+    ("11.time_it", _timer(sync_after_warmup=False), ["after the warm-up"]),
+    ("11.time_it", _timer(sync_end=False), ["synchronization"]),
+    ("11.time_it", _timer(sync_after_warmup=False, sync_end=False), ["synchronization"]),
+    ("11.time_it", _timer(guard=False), ["if sync is not None"]),
+    ("11.time_it", _timer(clock="perf_counter"), ["clock argument"]),
+    ("11.time_it", _timer(result="total"), ["divide the elapsed time by `repeats`"]),
+    ("11.time_it", _timer(extra_call=True), ["warmup + repeats"]),
+    ("11.mean_epoch_loss", _mean(how="items"), ["device -> host", ".item()"]),
+    ("11.mean_epoch_loss", _mean(how="tensor of list"), ["device -> host"]),
+    ("11.mean_epoch_loss", _mean(detach=False), ["graph"]),
+    ("11.mean_epoch_loss", _mean(how="sum"), ["mean loss"]),
+    ("11.mean_epoch_loss", _mean(how="float accumulate"), ["test case 4", "dtype torch.float64"]),
+    ("11.mean_epoch_loss", _mean(how="detach_ in place"), ["detach()"]),
+    ("11.mean_epoch_loss", _mean(how="python float"), ["device -> host"]),
+    ("11.clip_norm", _clip("python if"), ["torch.cond"]),
+    ("11.clip_norm", _clip("always"), ["unchanged"]),
+    ("11.clip_norm", _clip("swapped"), ["true_fn runs when pred is True"]),
+    ("11.clip_norm", _clip("alias"), ["v.clone()"]),
+    ("11.clip_norm", _clip("below"), ["wrong values"]),
+    ("11.clip_norm", _clip("in place"), ["must not change their inputs"]),
+    ("11.clip_norm", _clip("normalize"), ["unchanged"]),
 ]
 
 
@@ -223,14 +188,13 @@ def test_learners_wrong_answers_fail_with_a_message_naming_the_fix(exercise_id, 
 
 
 RIGHT = [
-    ("11.average_gradients", _avg("mean")),
-    ("11.average_gradients", _avg("same list")),
-    ("11.average_gradients", _avg("in place")),  # like all_reduce itself
-    ("11.shard_indices", _shard("modulo")),
-    ("11.shard_indices", _shard("tensor")),
-    ("11.should_save", _save("remainder")),
-    ("11.should_save", _save("not rank")),
-    ("11.unwrapped_state_dict", _unwrap("isinstance")),
+    ("11.time_it", _timer()),
+    ("11.mean_epoch_loss", _mean()),
+    ("11.mean_epoch_loss", lambda losses: sum(loss.detach() for loss in losses) / len(losses)),
+    ("11.clip_norm", _clip("cond")),
+    ("11.clip_norm", _clip("clamp")),
+    ("11.clip_norm", _clip("where")),
+    ("11.clip_norm", _clip("max")),  # torch.export records max(norm, 1) as a clamp: exportable
 ]
 
 

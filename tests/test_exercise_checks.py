@@ -23,7 +23,7 @@ EXERCISES = [e for e in list_exercises() if e.split(".", 1)[0] in _LESSONS]
 # A wrong answer whose numbers depend on Python object lifetimes (keyed by id()) sometimes behaves
 # exactly like another listed mistake on the first failing case; that other hint is then also true.
 ALSO_TRUE: dict[tuple[str, str], tuple[str, ...]] = {
-    ("07.saved_activation_bytes", "deduplicated by the tensor object instead of its storage"):
+    ("08.saved_activation_bytes", "deduplicated by the tensor object instead of its storage"):
         ("shared tensors counted twice",),
 }
 
@@ -53,27 +53,27 @@ REQUIRED: dict[str, list[str]] = {
     "06.evaluate": ["missing eval()", "gradients tracked", "argmax over the wrong dim",
                     "mean of per-batch accuracies"],
     "06.clipped_step": ["zero_grad", "before backward", "after optimizer.step()", "tensor"],
-    "07.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
-    "07.amp_train_step": ["backward on unscaled loss", "`optimizer.step()` instead of `scaler.step`",
+    "08.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
+    "08.amp_train_step": ["backward on unscaled loss", "`optimizer.step()` instead of `scaler.step`",
                           "no `scaler.update()`"],
-    "07.saved_activation_bytes": ["shared tensors counted twice", "parameters counted",
+    "08.saved_activation_bytes": ["shared tensors counted twice", "parameters counted",
                                   "pack hook returns the tensor itself (graph never freed)"],
-    "08.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
+    "09.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
                            "non-atomic write"],
-    "08.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
+    "09.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
                            "weights_only"],
-    "08.latest_checkpoint": ["as text", "temp", "modification time"],
-    "08.clean_state_dict": ["anywhere", "_orig_mod.", "in place"],
-    "09.seed_everything": ["numpy not seeded", "python `random` not seeded"],
-    "09.nonfinite_layers": ["hooks not removed", "misses Inf"],
-    "09.fix_train_step": ["ZERO_GRAD_MISSING", "SOFTMAX_BEFORE_CE", "EVAL_MODE_LEFT_ON"],
-    "10.time_it": ["warm-up", "synchronization", "total"],
-    "10.mean_epoch_loss": [".item()", "graph", "sums"],
-    "10.clip_norm": ["Python if", "swapped", "aliasing"],
-    "11.shard_indices": ["overlap", "drops the remainder without padding"],
-    "11.average_gradients": ["sums without dividing"],
-    "11.should_save": ["every rank saves"],
-    "11.unwrapped_state_dict": ["'module.' prefix", "getattr"],
+    "09.latest_checkpoint": ["as text", "temp", "modification time"],
+    "09.clean_state_dict": ["anywhere", "_orig_mod.", "in place"],
+    "10.seed_everything": ["numpy not seeded", "python `random` not seeded"],
+    "10.nonfinite_layers": ["hooks not removed", "misses Inf"],
+    "10.fix_train_step": ["ZERO_GRAD_MISSING", "SOFTMAX_BEFORE_CE", "EVAL_MODE_LEFT_ON"],
+    "11.time_it": ["warm-up", "synchronization", "total"],
+    "11.mean_epoch_loss": [".item()", "graph", "sums"],
+    "11.clip_norm": ["Python if", "swapped", "aliasing"],
+    "13.shard_indices": ["overlap", "drops the remainder without padding"],
+    "13.average_gradients": ["sums without dividing"],
+    "13.should_save": ["every rank saves"],
+    "13.unwrapped_state_dict": ["'module.' prefix", "getattr"],
 }
 
 

@@ -48,6 +48,10 @@ def test_structure(path: Path) -> None:
     nb = _read(path)
     first = nb.cells[0]
     assert first.cell_type == "markdown" and first.source.startswith("# "), "first cell: '# Title'"
+    number = path.name[:2]
+    assert first.source.startswith(f"# {number} · "), (
+        f"the title should start with the notebook's number, '# {number} · ', found "
+        f"{first.source.splitlines()[0]!r}: renumbering a lesson renumbers its title")
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for heading in REQUIRED_HEADINGS:
         assert re.search(rf"^#+ .*{heading}", markdown, re.M | re.I), f"missing section {heading!r}"

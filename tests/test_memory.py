@@ -1,5 +1,5 @@
 """course_utils.memory: predicted bytes equal the bytes read from real objects after a step;
-activation bytes measured with saved-tensor hooks match a by-hand estimate on notebook 07's models."""
+activation bytes measured with saved-tensor hooks match a by-hand estimate on notebook 08's models."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from course_utils.memory import (STATE_COPIES, MemoryBreakdown, SavedTensorsMete
                                  cuda_memory, cuda_peak, dtype_bytes, format_bytes, make_optimizer,
                                  measure_training_memory, predict_training_memory, unique_storage_bytes)
 
-# The two models of notebook 07 (CIFAR-shaped input 3x32x32, 10 classes).
+# The two models of notebook 08 (CIFAR-shaped input 3x32x32, 10 classes).
 
 
 def notebook_mlp() -> nn.Module:

@@ -1,696 +1,752 @@
-"""Checkers of notebook 08 (checkpointing), in notebook order: ``08.save_checkpoint``,
-``08.load_checkpoint``, ``08.latest_checkpoint``, ``08.clean_state_dict``.
+"""Checkers of notebook 08 (AMP and GPU memory), in notebook order: ``08.training_memory``,
+``08.saved_activation_bytes``, ``08.amp_train_step``.
 
-How the checkpoint checkers see what cannot be seen in a return value:
-
-* a **resume test**: the candidate's checkpoint (or loader) is used to continue a real run
-  (:mod:`course_utils.resume_demo`) and the final parameters must be ``torch.equal`` to an
-  uninterrupted run's;
-* **atomic writes**: a Python audit hook records every ``os.rename``/``os.replace`` into the
-  case's folder; the checkpoint must arrive at its name by a rename from the same folder;
-* **unsafe loads**: the same hook records ``pickle.find_class``, which only the full pickle
-  machinery (``weights_only=False``) calls;
-* ``load_checkpoint`` is re-run on fresh objects inside ``verify``, so the global RNG state it
-  leaves behind is inspected before anything else touches it.
+The memory checkers compare exact byte counts (Python ints). The saved-activation models keep weak
+references to their layer outputs, so a pack hook that keeps the graph alive is seen. The AMP step is
+checked on the CPU with a real ``torch.amp.GradScaler("cpu")`` whose method calls are recorded
+(:class:`SpyScaler`) and a model that records whether its forward ran under autocast and with which
+dtype (a run with ``device_type='cuda'`` shows a hard-coded dtype without a GPU), so every typical
+mistake is visible without a GPU.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import functools
-import os
-import re
-import shutil
-import sys
-import tempfile
-from collections import OrderedDict
-from pathlib import Path
-from typing import Any, Callable
+import gc
+import math
+import weakref
+from typing import Any
 
 import torch
 from torch import nn
 
-from course_utils.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint,
-                                     saved_as_if_on)
 from course_utils.exercises import Exercise, Mistake, describe, register
-from course_utils.resume_demo import build, seed_all, train
 
 
-# --- shared by the 08 checkers --------------------------------------------------------------------
-# Temp folders, the audit hook, the resume helpers.
+# --- shared by the 07 checkers --------------------------------------------------------------------
+# Byte counts must be Python numbers.
 
-TOTAL_EPOCHS = 3  # length of each case's run; a case saves after 1 or 2 epochs and resumes the rest
-N_SAMPLES = 128  # 4 batches per epoch: small and quick, every RNG still in play
-
-# --- plumbing: temp folders and the audit hook --------------------------------------------------
-
-_ROOT: list[Path] = []
-_RENAMES: dict[str, list[tuple[str, str]]] = {}  # watched folder -> [(src, dst)]
-_FIND_CLASS: list[list[str]] = []  # active recorders of pickle.find_class
-_HOOKED: list[bool] = []
-_LAST: dict[tuple[str, str], str] = {}  # (exercise, case path) -> problem code of the last verify
-_CANDIDATE: dict[str, Callable[..., Any]] = {}
-_CASE_INFO: dict[str, tuple[int, int]] = {}
-
-
-def _case_dir() -> Path:
-    if not _ROOT:
-        root = Path(tempfile.mkdtemp(prefix="course-08-checks-"))
-        atexit.register(shutil.rmtree, root, True)
-        _ROOT.append(root)
-    return Path(tempfile.mkdtemp(dir=_ROOT[0]))
-
-
-def _audit(event: str, args: tuple) -> None:
-    if event == "os.rename" and _RENAMES:
-        try:  # an audit hook must never raise
-            src, dst = (os.path.realpath(os.fsdecode(os.fspath(a))) for a in args[:2])
-            events = _RENAMES.get(os.path.dirname(dst))
-            if events is not None:
-                events.append((src, dst))
-        except Exception:
-            pass
-    elif event == "pickle.find_class" and _FIND_CLASS:
-        for record in _FIND_CLASS:
-            record.append(f"{args[0]}.{args[1]}")
-
-
-def _install_hook() -> None:
-    if not _HOOKED:
-        sys.addaudithook(_audit)
-        _HOOKED.append(True)
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Exact structural equality of nested dicts/lists/tensors/numbers."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
-                and a.dtype == b.dtype and torch.equal(a.cpu(), b.cpu()))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
-@functools.lru_cache(maxsize=8)
-def _straight_params(seed: int) -> list[torch.Tensor]:
-    state = capture_rng_state()
-    run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
-    train(run, TOTAL_EPOCHS)
-    restore_rng_state(state)  # cached or not, the caller's random state is the same afterwards
-    return [p.detach().clone() for p in run.model.parameters()]
-
-
-def _max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
-    return max((x - y).abs().max().item() for x, y in zip(a, b))
-
-
-def _fresh_run(seed: int):
-    run = build(seed + 1000, epochs=TOTAL_EPOCHS, n=N_SAMPLES)  # other weights, other data order
-    seed_all(seed + 2000)  # a new process starts from some other random state
-    return run
-
-
-def _code_is(exercise: str, code: str):
-    return lambda out, args, kwargs: _LAST.get((exercise, str(args[0]))) == code
-
-
-# --- 08.save_checkpoint ---------------------------------------------------------------------------
-# Write the full training state atomically; checked by resuming from it.
-
-def save_checkpoint_reference(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    path = Path(path)
-    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
-                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        torch.save(checkpoint, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
-
-
-def _save_variant(drop: str = "", rng: Callable[[Any], Any] | None = None, write: str = "atomic"):
-    def save(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-        path = Path(path)
-        checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                      "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
-                      "best_metric": best_metric,
-                      "rng": rng(generator) if rng else capture_rng_state(generator)}
-        if drop == "optimizer-object":
-            checkpoint["optimizer"] = optimizer
-        elif drop:
-            del checkpoint[drop]
-        if write == "in place":
-            torch.save(checkpoint, path)
-        elif write == "other folder":
-            fd, tmp = tempfile.mkstemp(suffix=".pt")
-            with os.fdopen(fd, "wb") as f:
-                torch.save(checkpoint, f)
-            os.replace(tmp, path)
-        else:
-            torch.save(checkpoint, path.with_name(path.name + ".tmp"))
-            os.replace(path.with_name(path.name + ".tmp"), path)
-        return path
-    return save
-
-
-def _save_str_as_path(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
-                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
-    tmp = path.with_name(path.name + ".tmp")  # fails when path is a str
-    torch.save(checkpoint, tmp)
-    os.replace(tmp, path)
-
-
-def _save_path_plus_str(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
-    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
-                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
-    tmp = path + ".tmp"  # fails when path is a Path
-    torch.save(checkpoint, tmp)
-    os.replace(tmp, path)
-
-
-def _save_case(seed: int, epochs_done: int, as_str: bool = False):
-    def factory():
-        _install_hook()
-        folder = _case_dir() / "checkpoints"
-        folder.mkdir()
-        path = folder / "last.pt"
-        given = str(path) if as_str else path
-        torch.save({"epoch": epochs_done - 1, "note": "the previous checkpoint"}, path)
-        _RENAMES[os.path.realpath(folder)] = []
-        run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
-        train(run, epochs_done)
-        _CASE_INFO[str(path)] = (seed, epochs_done)
-        return ((given, run.model, run.optimizer, run.scheduler, run.generator),
-                {"epoch": run.epoch, "step": run.step, "best_metric": round(0.9 / (1 + epochs_done), 4)})
-    return factory
-
-
-_NEEDED = {"model": "the weights (model.state_dict())",
-           "optimizer": "Adam's moments and the current LR (optimizer.state_dict())",
-           "scheduler": "where the LR schedule is (scheduler.state_dict())",
-           "epoch": "the epoch counter", "step": "the step counter", "best_metric": "the best metric so far",
-           "rng": "the random states (capture_rng_state(generator))"}
-
-
-def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, str | None]:
-    path = Path(args[0])
-    try:
-        ckpt = torch.load(path, weights_only=True)
-    except Exception as exc:
-        text = str(exc)
-        refused = text.split("Unsupported global: ")[-1].split(" was not")[0].removeprefix("GLOBAL ")
-        reason = (f"it contains a {refused} object, not only tensors, numbers, strings and containers"
-                  if "Unsupported global" in text else text.strip().splitlines()[0][:160])
-        return "weights_only", f"torch.load(path, weights_only=True) refused your file: {reason}"
-    if not isinstance(ckpt, dict) or ckpt.get("note") == "the previous checkpoint":
-        return "unchanged", f"{path.name} does not hold your new checkpoint dict: write it to `path`"
-    for key in _NEEDED:
-        if key not in ckpt:
-            code = key if key in ("optimizer", "scheduler", "rng") else "keys"
-            return code, (f"your checkpoint has no {key!r} entry (found keys {sorted(ckpt)}); "
-                          f"a resume needs {_NEEDED[key]}")
-    expected = torch.load(ref, weights_only=True)
-    for key in ("model", "optimizer", "scheduler", "epoch", "step", "best_metric"):
-        if not _same(ckpt[key], expected[key]):
-            return "keys", f"the {key!r} entry does not hold {_NEEDED[key]} as it was at save time"
-    rng = ckpt["rng"]
-    if isinstance(rng, dict) and rng.get("generator") is None:
-        return "generator", ("your 'rng' entry has no DataLoader generator state: after a resume "
-                             "the batches would come in a different order")
-    if not _same(rng, expected["rng"]):
-        return "rng_wrong", "the 'rng' entry is not capture_rng_state(generator) taken at save time"
-    seed, done = _CASE_INFO[str(path)]
-    run = _fresh_run(seed)
-    load_checkpoint(path, run.model, run.optimizer, run.scheduler, generator=run.generator)
-    train(run, TOTAL_EPOCHS - done)
-    diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
-    if diff != 0:
-        return "resume", (f"resuming from your checkpoint does not reproduce the uninterrupted run "
-                          f"(largest parameter difference {diff:.3g})")
-    real = os.path.realpath(path)
-    arrived = [src for src, dst in _RENAMES.get(os.path.dirname(real), []) if dst == real]
-    if not arrived:
-        return "atomic", (f"non-atomic write: nothing was os.replace()-d onto {path.name}, so the previous "
-                          f"checkpoint was overwritten in place; a crash mid-write leaves a truncated file")
-    if os.path.dirname(arrived[-1]) != os.path.dirname(real):
-        return "tmp_folder", (f"your temp file was in {os.path.dirname(arrived[-1])}, not next to {path.name}: "
-                              f"os.replace is only atomic within one filesystem (and fails across them)")
-    leftovers = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
-    if leftovers:
-        return "leftover", f"files left next to your checkpoint: {leftovers}; the temp file must be renamed"
-    return "ok", None
-
-
-def _save_verify(out, ref, args, kwargs):
-    code, problem = _save_problem(out, ref, args, kwargs)
-    _LAST[("save", str(args[0]))] = code
-    return problem
-
-
-register(Exercise(
-    "08.save_checkpoint",
-    "save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric) writes "
-    "{'model', 'optimizer', 'scheduler' (state_dicts), 'epoch', 'step', 'best_metric', "
-    "'rng': capture_rng_state(generator)} atomically (temp file in the same folder, then os.replace) "
-    "to `path` (a str or a Path); it returns nothing.",
-    save_checkpoint_reference,
-    [_save_case(0, 2), _save_case(1, 1, as_str=True), _save_case(2, 2)],
-    _save_verify,
-    [
-        Mistake("Path + str for the temp name",
-                "a Path does not support `+`: build the temp name with path.with_name(path.name + '.tmp') "
-                "(or str(path) + '.tmp').",
-                _save_path_plus_str, error_match="unsupported operand type(s) for +"),
-        Mistake("str path used as a Path",
-                "`path` may be a str: start with `path = Path(path)` before path.with_name(...) or "
-                "path.parent, or build the temp name as str(path) + '.tmp'.",
-                _save_str_as_path, error_match="'str' object has no attribute"),
-        Mistake("optimizer state missing",
-                "store optimizer.state_dict() under 'optimizer': Adam's moments (and the current LR) "
-                "are part of the training state; without them the loss jumps after a resume.",
-                _save_variant(drop="optimizer"), detect=_code_is("save", "optimizer")),
-        Mistake("scheduler missing",
-                "store scheduler.state_dict() under 'scheduler': a fresh scheduler restarts the "
-                "LR schedule from step 0.",
-                _save_variant(drop="scheduler"), detect=_code_is("save", "scheduler")),
-        Mistake("RNG state missing",
-                "store 'rng': capture_rng_state(generator) so dropout, augmentation and shuffling "
-                "continue exactly where they were.",
-                _save_variant(drop="rng"), detect=_code_is("save", "rng")),
-        Mistake("RNG state missing the DataLoader generator",
-                "pass the loader's generator: capture_rng_state(generator). The global seeds do not "
-                "decide the shuffle order; that generator does.",
-                _save_variant(rng=lambda g: capture_rng_state()), detect=_code_is("save", "generator")),
-        Mistake("non-atomic write (torch.save straight onto the path)",
-                "write to a temp file next to the target (e.g. path.with_name(path.name + '.tmp')), "
-                "flush + os.fsync, then os.replace(tmp, path): readers see the old or the new file, "
-                "never half of one.",
-                _save_variant(write="in place"), detect=_code_is("save", "atomic")),
-        Mistake("non-atomic write: temp file in another folder",
-                "create the temp file in the SAME folder as the target (dir=path.parent or "
-                "path.with_name(...)); os.replace is atomic only within one filesystem.",
-                _save_variant(write="other folder"), detect=_code_is("save", "tmp_folder")),
-        Mistake("stores objects instead of state_dicts",
-                "save optimizer.state_dict(), not the optimizer object: weights_only=True loading "
-                "accepts tensors, numbers, strings and containers only.",
-                _save_variant(drop="optimizer-object"), detect=_code_is("save", "weights_only")),
-    ],
-    returns=False,
-))
-
-
-# --- 08.load_checkpoint ---------------------------------------------------------------------------
-# Restore model, optimizer, scheduler and RNG states safely (weights_only); the candidate is re-run
-# on fresh objects inside verify, so the RNG state it leaves behind is seen before anything else.
-
-def load_checkpoint_reference(path, model, optimizer, scheduler, generator, map_location="cpu"):
-    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    scheduler.load_state_dict(checkpoint["scheduler"])
-    restore_rng_state(checkpoint["rng"], generator)
-    return checkpoint
-
-
-def _load_variant(skip: str):
-    def load(path, model, optimizer, scheduler, generator, map_location="cpu"):
-        where = "cpu" if skip == "map_location" else map_location
-        checkpoint = torch.load(path, map_location=where, weights_only=skip != "weights_only")
-        model.load_state_dict(checkpoint["model"])
-        if skip != "optimizer":
-            optimizer.load_state_dict(checkpoint["optimizer"])
-        if skip != "scheduler":
-            scheduler.load_state_dict(checkpoint["scheduler"])
-        if skip != "rng":
-            restore_rng_state(checkpoint["rng"], None if skip == "generator" else generator)
-        return checkpoint
-    return load
-
-
-class RecordingMap:
-    """A map_location function (storage, location) -> storage on the CPU that records its calls."""
-
-    def __init__(self) -> None:
-        self.locations: list[str] = []
-
-    def __call__(self, storage: Any, location: str) -> Any:
-        self.locations.append(location)
-        return storage
-
-    def __repr__(self) -> str:
-        return "<map_location function>"
-
-
-def _map_location(kind: str) -> Any:
-    return RecordingMap() if kind == "function" else "cpu"
-
-
-def _load_case(seed: int, epochs_done: int, *, on_gpu: bool = False, map_kind: str = "cpu",
-               as_str: bool = False):
-    """A checkpoint written after `epochs_done` epochs; `on_gpu`: labelled as written on cuda:0."""
-    def factory():
-        _install_hook()
-        path = _case_dir() / "checkpoint.pt"
-        run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
-        train(run, epochs_done)
-        with saved_as_if_on("cuda:0") if on_gpu else contextlib.nullcontext():
-            save_checkpoint(path, run.model, run.optimizer, run.scheduler, epoch=run.epoch, step=run.step,
-                            best_metric=0.5, generator=run.generator)
-        _CASE_INFO[str(path)] = (seed, epochs_done)
-        _MAP_KIND[str(path)] = map_kind
-        fresh = _fresh_run(seed)
-        return ((str(path) if as_str else path, fresh.model, fresh.optimizer, fresh.scheduler, fresh.generator),
-                {"map_location": _map_location(map_kind)})
-    return factory
-
-
-_MAP_KIND: dict[str, str] = {}
-
-
-def _remember_candidate(candidate: Callable[..., Any]) -> None:
-    _CANDIDATE["load"] = candidate
+def _number_problem(value: Any, what: str) -> str | None:
+    if isinstance(value, torch.Tensor):
+        return f"expected {what} as a Python int, found a tensor ({describe(value)}); use int(...) or .item()"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"expected {what} as a Python int, found {describe(value)}"
     return None
 
 
-def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
-    path = Path(args[0])
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(out, dict):
-        return "return", f"expected the checkpoint dict (what torch.load returned), found {describe(out)}"
-    if out.get("epoch") != saved["epoch"] or out.get("step") != saved["step"]:
-        return "return", (f"expected the returned dict to say epoch {saved['epoch']}, step {saved['step']}; "
-                          f"found epoch {out.get('epoch')!r}, step {out.get('step')!r}")
-    seed, done = _CASE_INFO[str(path)]
-    run = _fresh_run(seed)
-    record: list[str] = []
-    _FIND_CLASS.append(record)
-    map_location = _map_location(_MAP_KIND[str(path)])
-    try:  # run the learner's loader again on fresh objects, then look at everything at once
-        _CANDIDATE["load"](args[0], run.model, run.optimizer, run.scheduler, run.generator,
-                           map_location=map_location)
-    finally:
-        _FIND_CLASS.remove(record)
-    rng_now = capture_rng_state(run.generator)
-    if isinstance(map_location, RecordingMap) and not map_location.locations:
-        return "map_location", ("the case passed map_location=<a function> and torch.load never called it: "
-                                "pass the map_location argument on, torch.load(path, map_location=map_location, "
-                                "weights_only=True), instead of a fixed value")
-    if record:
-        example = next((name for name in record if name.startswith("torch.")), record[0])
-        return "weights_only", (f"your loader unpickled the file with weights_only=False (it looked up "
-                                f"{example} through the full pickle machinery, which can run any code)")
-    if not _same(run.model.state_dict(), saved["model"]):
-        return "model", "after loading, the model's weights are not the checkpoint's"
-    if not _same(run.optimizer.state_dict(), saved["optimizer"]):
-        have = len(run.optimizer.state_dict()["state"])
-        return "optimizer", (f"after loading, the optimizer holds state for {have} of "
-                             f"{len(saved['optimizer']['state'])} parameters (Adam's exp_avg/exp_avg_sq "
-                             f"were not restored)")
-    if not _same(run.scheduler.state_dict(), saved["scheduler"]):
-        return "scheduler", (f"after loading, scheduler.last_epoch is {run.scheduler.last_epoch}; the "
-                             f"checkpoint says {saved['scheduler']['last_epoch']}")
-    for key in ("torch", "numpy", "python"):
-        if not _same(rng_now[key], saved["rng"][key]):
-            return "rng", f"after loading, the global {key} random state is not the one in the checkpoint"
-    if not _same(rng_now["generator"], saved["rng"]["generator"]):
-        return "generator", "after loading, the DataLoader's generator is not in the checkpoint's state"
-    train(run, TOTAL_EPOCHS - done)
-    diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
-    if diff != 0:
-        return "resume", (f"training on after your load does not reproduce the uninterrupted run "
-                          f"(largest parameter difference {diff:.3g})")
-    return "ok", None
+# --- 08.training_memory ---------------------------------------------------------------------------
+# Bytes of parameters, gradients and optimizer state for training a model.
+
+_COPIES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
 
 
-def _load_verify(out, ref, args, kwargs):
-    code, problem = _load_problem(out, args)
-    _LAST[("load", str(args[0]))] = code
-    return problem
+
+def training_memory_reference(model: nn.Module, optimizer: str, dtype: torch.dtype) -> dict[str, int]:
+    size = torch.tensor([], dtype=dtype).element_size()
+    n_all = sum(p.numel() for p in model.parameters())
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
+    return {"params": n_all * size, "grads": n_trainable * size, "optimizer_state": copies * n_trainable * size}
 
 
-register(Exercise(
-    "08.load_checkpoint",
-    "load_checkpoint(path, model, optimizer, scheduler, generator, map_location='cpu') loads the file "
-    "(path a str or a Path, possibly written on a GPU machine) with torch.load(..., "
-    "map_location=map_location, weights_only=True), restores the model, optimizer, "
-    "scheduler and restore_rng_state(checkpoint['rng'], generator), and returns the checkpoint dict.",
-    load_checkpoint_reference,
-    # case 2: written on a GPU machine (tensors labelled cuda:0), path as a str; case 3: map_location
-    # is a function, which only torch.load itself can apply
-    [_load_case(0, 2), _load_case(3, 1, on_gpu=True, as_str=True),
-     _load_case(4, 2, on_gpu=True, map_kind="function")],
-    _load_verify,
-    [
-        Mistake("`map_location` ignored",
-                "pass the argument on: torch.load(path, map_location=map_location, weights_only=True). A "
-                "checkpoint written on a GPU machine remembers 'cuda:0' and does not load without it "
-                "on a machine without CUDA.",
-                _load_variant("map_location"), detect=_code_is("load", "map_location"),
-                error_match="Attempting to deserialize object on a CUDA device"),
-        Mistake("optimizer state missing (never loaded)",
-                "call optimizer.load_state_dict(checkpoint['optimizer']); a fresh Adam starts with "
-                "zero moments and the loss jumps.",
-                _load_variant("optimizer"), detect=_code_is("load", "optimizer")),
-        Mistake("scheduler missing (never loaded)",
-                "call scheduler.load_state_dict(checkpoint['scheduler']) so the LR schedule continues.",
-                _load_variant("scheduler"), detect=_code_is("load", "scheduler")),
-        Mistake("RNG state missing (not restored)",
-                "call restore_rng_state(checkpoint['rng'], generator): dropout, augmentation and "
-                "shuffling must continue from the saved random state.",
-                _load_variant("rng"), detect=_code_is("load", "rng")),
-        Mistake("RNG state missing for the DataLoader generator",
-                "pass the generator: restore_rng_state(checkpoint['rng'], generator); it decides the "
-                "batch order.",
-                _load_variant("generator"), detect=_code_is("load", "generator")),
-        Mistake("weights_only=False (unsafe load)",
-                "use torch.load(path, map_location=map_location, weights_only=True): a full pickle can "
-                "run arbitrary code, and a checkpoint of state_dicts never needs it.",
-                _load_variant("weights_only"), detect=_code_is("load", "weights_only")),
-    ],
-    inspect=_remember_candidate,
-))
+def _tm_adam_once(model, optimizer, dtype):
+    out = training_memory_reference(model, optimizer, dtype)
+    if optimizer in ("adam", "adamw"):
+        out["optimizer_state"] //= 2
+    return out
 
 
-# --- 08.latest_checkpoint -------------------------------------------------------------------------
-# The finished epoch-<n>.pt with the highest n, compared as a number.
-
-_EPOCH_FILE = re.compile(r"epoch-(\d+)\.pt")
-
-
-def latest_checkpoint_reference(folder):
-    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
-    return max(found)[1] if found else None
+def _tm_no_grads(model, optimizer, dtype):
+    out = training_memory_reference(model, optimizer, dtype)
+    out["grads"] = 0
+    return out
 
 
-def _latest_text_sort(folder):
-    return sorted(Path(folder).glob("epoch-*.pt"))[-1]
+def _tm_float32_always(model, optimizer, dtype):
+    return training_memory_reference(model, optimizer, torch.float32)
 
 
-def _latest_any_file(folder):
-    found = [(int(re.search(r"\d+", p.name).group()), p) for p in Path(folder).iterdir()
-             if re.search(r"\d+", p.name)]
-    return max(found)[1]
+def _tm_no_momentum(model, optimizer, dtype):
+    return training_memory_reference(model, "sgd" if optimizer == "momentum" else optimizer, dtype)
 
 
-def _latest_mtime(folder):
-    return max(Path(folder).glob("epoch-*.pt"), key=lambda p: p.stat().st_mtime)
+def _tm_frozen_trained(model, optimizer, dtype):
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = sum(p.numel() for p in model.parameters())
+    return {"params": n * size, "grads": n * size, "optimizer_state": _COPIES[optimizer] * n * size}
 
 
-def _latest_case(files: list[tuple[str, int]], as_str: bool = False):
-    """files: (name, mtime offset in seconds); names containing 'tmp' get truncated bytes."""
-    def factory():
-        folder = _case_dir()
-        base = 1_700_000_000
-        for name, offset in files:
-            target = folder / name
-            if "tmp" in name:
-                target.write_bytes(b"PK\x03\x04 truncated")
-            elif name.endswith(".pt"):
-                torch.save({"epoch": int(re.sub(r"\D", "", name) or 0)}, target)
-            else:
-                target.write_text("notes\n")
-            os.utime(target, (base + offset, base + offset))
-        return (str(folder) if as_str else folder,), {}
-    return factory
+def _tm_state_dict(model, optimizer, dtype):
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = sum(v.numel() for v in model.state_dict().values())
+    out = training_memory_reference(model, optimizer, dtype)
+    out["params"] = n * size
+    return out
 
 
-def _latest_verify(out, ref, args, kwargs):
-    folder = Path(args[0])
-    names = sorted(p.name for p in folder.iterdir())
-    if ref is None:
-        if out is not None:
-            return (f"the folder holds no finished epoch-<n>.pt ({names or 'it is empty'}): expected None, "
-                    f"found {describe(out)}")
-        return None
-    if out is None:
-        return f"expected the path of {ref.name} (the folder holds {names}), found None"
-    if not isinstance(out, (str, os.PathLike)):
-        return f"expected a Path, found {describe(out)}"
-    if Path(out).name != ref.name:
-        return f"expected {ref.name} (the folder holds {names}), found {Path(out).name}"
-    if not Path(out).is_absolute() and Path(out).resolve() != (folder / ref.name).resolve():
-        return (f"expected the full path (folder / {ref.name!r}), found only {str(out)!r}: return the Path from "
-                f"folder.iterdir() (or Path(folder) / name), not the bare file name")
-    if Path(out).resolve() != (folder / ref.name).resolve():
-        return f"expected a file in the folder you were given, found {out}"
-    return None
+def _tm_per_module(model, optimizer, dtype):
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False))
+    n_train = sum(p.numel() for m in model.modules() for p in m.parameters(recurse=False) if p.requires_grad)
+    return {"params": n * size, "grads": n_train * size, "optimizer_state": _COPIES[optimizer] * n_train * size}
 
 
-def _latest_prefix_parse(folder):
-    found = [(int(p.name[len("epoch-"):-len(".pt")]), p) for p in Path(folder).iterdir()
-             if p.name.startswith("epoch-")]
-    return max(found)[1] if found else None
+class _TiedLM(nn.Module):
+    """Embedding and output layer share one weight matrix (weight tying)."""
 
-
-def _latest_none_on_max(folder):
-    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
-    return max(found)[1]
-
-
-def _latest_bare_name(folder):
-    found = [(int(m.group(1)), p.name) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
-    return max(found)[1] if found else None
-
-
-register(Exercise(
-    "08.latest_checkpoint",
-    "latest_checkpoint(folder) (a str or a Path) returns the full Path of the finished checkpoint named "
-    "epoch-<n>.pt with the highest n (n compared as a number), or None when there is none; temp files, "
-    "best.pt and other files are ignored.",
-    latest_checkpoint_reference,
-    [_latest_case([("epoch-1.pt", 1), ("epoch-2.pt", 2), ("epoch-3.pt", 3)]),
-     _latest_case([("epoch-8.pt", 1), ("epoch-9.pt", 2), ("epoch-10.pt", 3), ("epoch-11.pt", 4),
-                   ("best.pt", 5), ("notes.txt", 6)], as_str=True),
-     _latest_case([("epoch-9.pt", 1), ("epoch-10.pt", 2), ("epoch-11.pt.tmp", 3),
-                   (".epoch-12.pt.k3x9.tmp", 4)]),
-     _latest_case([("epoch-5.pt", 1), ("epoch-3.pt", 2), ("epoch-4.pt", 5), ("best.pt", 3)]),
-     _latest_case([("best.pt", 1), ("epoch-1.pt.tmp", 2), ("notes.txt", 3)]),  # nothing finished yet
-     _latest_case([], as_str=True)],  # a new run: the folder is empty
-    _latest_verify,
-    [
-        Mistake("fails when there is no checkpoint yet",
-                "a new run starts with an empty folder (or only temp files): return None when no "
-                "epoch-<n>.pt is there, e.g. `return max(found)[1] if found else None`.",
-                _latest_none_on_max, error_match="empty"),
-        Mistake("returns the bare file name, not the full path",
-                "return the Path itself (folder.iterdir() yields full paths), or Path(folder) / name.",
-                _latest_bare_name,
-                detect=lambda out, a, k: isinstance(out, (str, os.PathLike)) and not Path(out).is_absolute()
-                and (Path(a[0]) / out).exists()),
-        Mistake("sorts the numbers as text (epoch-9 after epoch-10)",
-                "as text '9' > '10'; parse the number: int(re.fullmatch(r'epoch-(\\d+)\\.pt', name).group(1)).",
-                _latest_text_sort),
-        Mistake("picks up a temp/partial file",
-                "only names that are exactly epoch-<n>.pt count; a file ending in .tmp is a save that "
-                "never finished (use re.fullmatch, not a prefix test).",
-                _latest_any_file),
-        Mistake("parses the number out of a temp file name",
-                "'epoch-11.pt.tmp'.startswith('epoch-') is True too: match the whole name, "
-                "re.fullmatch(r'epoch-(\\d+)\\.pt', p.name), before int(...).",
-                _latest_prefix_parse, error_match="invalid literal for int()"),
-        Mistake("uses modification time",
-                "copying or touching files changes mtimes; the step number in the name is the truth.",
-                _latest_mtime),
-    ],
-))
-
-
-# --- 08.clean_state_dict --------------------------------------------------------------------------
-# Strip the 'module.' and '_orig_mod.' wrapper prefixes from state_dict keys.
-
-_PREFIXES = ("module.", "_orig_mod.")
-
-
-def clean_state_dict_reference(state_dict):
-    cleaned = OrderedDict()
-    for key, value in state_dict.items():
-        while key.startswith(_PREFIXES):
-            key = key.removeprefix("module.").removeprefix("_orig_mod.")
-        cleaned[key] = value
-    return cleaned
-
-
-def _clean_replace(state_dict):
-    return OrderedDict((k.replace("module.", "").replace("_orig_mod.", ""), v) for k, v in state_dict.items())
-
-
-def _clean_module_only(state_dict):
-    return OrderedDict((k.removeprefix("module."), v) for k, v in state_dict.items())
-
-
-def _clean_once(state_dict):
-    return OrderedDict((k.removeprefix("module.").removeprefix("_orig_mod."), v) for k, v in state_dict.items())
-
-
-def _clean_in_place(state_dict):
-    for key in list(state_dict):
-        state_dict[clean_state_dict_reference({key: 0}).popitem()[0]] = state_dict.pop(key)
-    return state_dict
-
-
-class _Block(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, vocab: int = 50, dim: int = 16) -> None:
         super().__init__()
-        self.encoder = nn.Linear(3, 2)
-        self.submodule = nn.Linear(2, 1)
+        self.embed = nn.Embedding(vocab, dim)
+        self.hidden = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, vocab, bias=False)
+        self.out.weight = self.embed.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.hidden(self.embed(tokens))))
 
 
-def _clean_case(prefix: str):
-    def factory():
-        torch.manual_seed(len(prefix))
-        sd = _Block().state_dict()
-        wrapped = OrderedDict((prefix + k, v) for k, v in sd.items())
-        wrapped.original_keys = tuple(wrapped)  # to spot in-place changes
-        return (wrapped,), {}
-    return factory
+def _tm_cases():
+    def mlp(seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    def frozen(seed):
+        model = mlp(seed)
+        model[0].requires_grad_(False)
+        return model
+
+    def tied(seed):
+        torch.manual_seed(seed)
+        return _TiedLM()
+
+    def conv(seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 5))
+
+    def batchnorm(seed):  # buffers (running mean/var, a counter) are not parameters
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(10, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 2))
+
+    return [lambda: ((mlp(0), "adam", torch.float32), {}),
+            lambda: ((batchnorm(5), "momentum", torch.float32), {}),
+            lambda: ((frozen(1), "momentum", torch.bfloat16), {}),
+            lambda: ((tied(2), "adamw", torch.float16), {}),
+            lambda: ((conv(3), "sgd", torch.float64), {}),
+            lambda: ((mlp(4), "adam", torch.bfloat16), {})]
 
 
-def _clean_verify(out, ref, args, kwargs):
-    (given,) = args
+def _tm_step_bytes(model) -> int:
+    return 4 * sum(1 for p in model.parameters() if p.requires_grad)
+
+
+def _tm_describe(model, optimizer, dtype) -> str:
+    n_all = sum(p.numel() for p in model.parameters())
+    n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    frozen = f", {n_all - n_train:,} of them frozen" if n_train != n_all else ""
+    return f"({n_all:,} parameters{frozen}, optimizer {optimizer!r}, {dtype})"
+
+
+def _tm_verify(out, ref, args, kwargs):
     if not isinstance(out, dict):
-        return f"expected a dict, found {describe(out)}"
-    if list(out) != list(ref):
-        return f"expected keys {list(ref)}, found {list(out)}"
+        return f"expected a dict with keys 'params', 'grads', 'optimizer_state', found {describe(out)}"
+    missing = [k for k in ref if k not in out]
+    if missing:
+        return f"expected keys {list(ref)}, found {list(out)} (missing {missing})"
     for key in ref:
-        if not (isinstance(out[key], torch.Tensor) and torch.equal(out[key], ref[key])):
-            return f"the value of {key!r} is not the original tensor"
-    if tuple(given) != given.original_keys:
-        return "your function changed the caller's state_dict; build and return a new dict"
+        problem = _number_problem(out[key], f"out[{key!r}]")
+        if problem:
+            return problem
+    model, optimizer, dtype = args
+    where = _tm_describe(model, optimizer, dtype)
+    for key in ("params", "grads"):
+        if out[key] != ref[key]:
+            return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}"
+    state = out["optimizer_state"]
+    if state != ref["optimizer_state"]:
+        if optimizer in ("adam", "adamw") and state == ref["optimizer_state"] + _tm_step_bytes(model):
+            return None  # counting Adam's 4-byte `step` tensors too is also right
+        return f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}"
+    return None
+
+
+def _tm_field(out, key):
+    return out.get(key) if isinstance(out, dict) else None
+
+
+register(Exercise(
+    "08.training_memory",
+    "training_memory(model, optimizer, dtype) returns {'params', 'grads', 'optimizer_state'} in bytes "
+    "for training `model` in `dtype` with optimizer 'sgd', 'momentum', 'adam' or 'adamw'. Frozen "
+    "parameters (requires_grad=False) have no gradient and no optimizer state; buffers are not "
+    "parameters; ignore Adam's tiny `step` counters.",
+    training_memory_reference,
+    _tm_cases(),
+    _tm_verify,
+    [
+        Mistake("Adam counted once",
+                "Adam and AdamW keep TWO tensors per parameter (exp_avg and exp_avg_sq): optimizer "
+                "state is 2 x the trainable parameter bytes.",
+                _tm_adam_once,
+                detect=lambda out, a, k: a[1] in ("adam", "adamw") and _tm_field(out, "optimizer_state")
+                == training_memory_reference(*a)["optimizer_state"] // 2),
+        Mistake("grads forgotten",
+                "backward() stores a .grad tensor as large as each trainable parameter: count it.",
+                _tm_no_grads,
+                detect=lambda out, a, k: isinstance(out, dict) and not out.get("grads")),
+        Mistake("dtype size ignored",
+                "bytes = elements x bytes per element: 4 for float32, 2 for bfloat16/float16, 8 for "
+                "float64 (torch.tensor([], dtype=dtype).element_size() or dtype.itemsize).",
+                _tm_float32_always,
+                detect=lambda out, a, k: a[2] != torch.float32 and isinstance(out, dict)
+                and out.get("params") == training_memory_reference(a[0], a[1], torch.float32)["params"]),
+        Mistake("momentum buffer forgotten",
+                "SGD with momentum keeps one momentum buffer per parameter (1 copy); plain SGD keeps none.",
+                _tm_no_momentum,
+                detect=lambda out, a, k: a[1] == "momentum" and _tm_field(out, "optimizer_state") == 0),
+        Mistake("frozen parameters given grads and optimizer state",
+                "parameters with requires_grad=False still take memory, but get no .grad and the "
+                "optimizer keeps no state for them: count only trainable ones for grads and state.",
+                _tm_frozen_trained,
+                detect=lambda out, a, k: _tm_field(out, "grads") == _tm_frozen_trained(*a)["grads"]
+                != training_memory_reference(*a)["grads"]),
+        Mistake("buffers counted as parameters",
+                "model.state_dict() also holds buffers (BatchNorm's running mean/var and its counter), "
+                "which are not parameters: count model.parameters().",
+                _tm_state_dict,
+                detect=lambda out, a, k: any(True for _ in a[0].buffers())
+                and _tm_field(out, "params") == _tm_state_dict(*a)["params"]
+                != training_memory_reference(*a)["params"]),
+        Mistake("shared parameters counted twice",
+                "a tied weight is one tensor used by two modules; model.parameters() lists it once, "
+                "summing over model.modules() counts it twice.",
+                _tm_per_module,
+                detect=lambda out, a, k: _tm_field(out, "params") == _tm_per_module(*a)["params"]
+                != training_memory_reference(*a)["params"]),
+    ],
+))
+
+
+# --- 08.saved_activation_bytes --------------------------------------------------------------------
+# Bytes of the distinct storages autograd saves for backward.
+
+def saved_activation_bytes_reference(model: nn.Module, x: torch.Tensor) -> int:
+    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in param_storages:
+            sizes[storage.data_ptr()] = storage.nbytes()
+        return t.detach()  # returning t itself would keep the graph alive forever
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _saved(model: nn.Module, x: torch.Tensor) -> list[tuple[int, int, int, bool]]:
+    """(storage ptr, storage bytes, numel, is_parameter) for every tensor autograd saves."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    found: list[tuple[int, int, int, bool]] = []
+    keep: list[torch.Tensor] = []
+
+    def pack(t):
+        keep.append(t.detach())
+        ptr = t.untyped_storage().data_ptr()
+        found.append((ptr, t.untyped_storage().nbytes(), t.numel(), ptr in params))
+        return keep[-1]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return found
+
+
+def _sab_every_save(model, x):
+    return sum(nbytes for _, nbytes, _, is_param in _saved(model, x) if not is_param)
+
+
+def _sab_with_params(model, x):
+    return sum({ptr: nbytes for ptr, nbytes, _, _ in _saved(model, x)}.values())
+
+
+def _sab_numel(model, x):
+    return sum({ptr: numel for ptr, _, numel, is_param in _saved(model, x) if not is_param}.values())
+
+
+def _sab_by_id(model, x):
+    """Deduplicated by the Python object, not the storage."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+    keep: list[torch.Tensor] = []  # keeps the objects alive, so no id() is reused mid-forward
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            sizes[id(t)] = t.untyped_storage().nbytes()
+            keep.append(t.detach())
+        return t.detach()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _sab_view_bytes(model, x, key: str = "storage"):
+    """Sized with the saved view's own bytes, not its storage's (keyed by storage or by t.data_ptr())."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes: dict[int, int] = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            sizes[t.untyped_storage().data_ptr() if key == "storage" else t.data_ptr()] = t.nbytes
+        return t.detach()
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _sab_no_grad(model, x):
+    sizes = {}
+
+    def pack(t):
+        sizes[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t.detach()
+
+    with torch.no_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+def _sab_returns_t(model, x):
+    param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    sizes = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in param_storages:
+            sizes[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(sizes.values())
+
+
+class _Watched(nn.Sequential):
+    """Records a weak reference to every layer's output, to see whether the graph was freed."""
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self.outputs: list[weakref.ref] = []  # from every forward, so checks cannot mask a leak
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self:
+            x = layer(x)
+            self.outputs.append(weakref.ref(x))
+        return x
+
+
+def _graph_kept_alive(model: nn.Module) -> bool:
+    def alive() -> bool:
+        return any(ref() is not None for ref in getattr(model, "outputs", []))
+    if not alive():
+        return False
+    gc.collect()  # only when needed: a full collection is slow in a big process
+    return alive()
+
+
+class _ChunkMul(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = x.chunk(2, dim=1)
+        return a * b  # saves a and b: two view objects of ONE storage (different id(), data_ptr())
+
+
+class _SliceLinear(nn.Linear):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x[:, : self.in_features])  # saves a view of part of x's storage
+
+
+class _Square(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * x  # autograd saves x twice (as self and as other): one storage
+
+
+def _sab_cases():
+    def mlp():
+        torch.manual_seed(10)
+        model = _Watched(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 3))
+        return (model, torch.randn(5, 8, generator=torch.Generator().manual_seed(11))), {}
+
+    def square():
+        torch.manual_seed(12)
+        model = _Watched(nn.Linear(6, 12), _Square(), nn.Tanh(), nn.Linear(12, 2))
+        return (model, torch.randn(7, 6, generator=torch.Generator().manual_seed(13))), {}
+
+    def cnn():
+        torch.manual_seed(14)
+        model = _Watched(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(4 * 4 * 4, 5))
+        return (model, torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(15))), {}
+
+    def views():
+        torch.manual_seed(16)
+        model = _Watched(nn.Linear(6, 12), _ChunkMul(), nn.Tanh(), _SliceLinear(3, 2))
+        return (model, torch.randn(4, 6, generator=torch.Generator().manual_seed(17))), {}
+
+    return [mlp, square, cnn, views]
+
+
+def _sab_verify(out, ref, args, kwargs):
+    problem = _number_problem(out, "the byte count")
+    if problem:
+        return problem
+    if out != ref:
+        model, x = args
+        return (f"for input of shape {tuple(x.shape)} through {len(list(model.children()))} layers "
+                f"expected {ref:,} bytes saved for backward, found {out:,}")
+    if _graph_kept_alive(args[0]):
+        return ("the count is right, but the layer outputs were still alive after your function "
+                "returned: the forward graph was never freed")
     return None
 
 
 register(Exercise(
-    "08.clean_state_dict",
-    "clean_state_dict(state_dict) returns a NEW dict with the wrapper prefixes 'module.' "
-    "(DataParallel/DDP) and '_orig_mod.' (torch.compile) removed from the START of each key, "
-    "repeatedly, in any order; values and order unchanged.",
-    clean_state_dict_reference,
-    [_clean_case("module."), _clean_case(""), _clean_case("_orig_mod."),
-     _clean_case("_orig_mod.module."), _clean_case("module._orig_mod.")],
-    _clean_verify,
+    "08.saved_activation_bytes",
+    "saved_activation_bytes(model, x) runs model(x) under torch.autograd.graph.saved_tensors_hooks "
+    "and returns the bytes of the distinct storages autograd saves for backward (a storage counted "
+    "once, with its full untyped_storage().nbytes()), leaving out the model's parameters.",
+    saved_activation_bytes_reference,
+    _sab_cases(),
+    _sab_verify,
     [
-        Mistake("replaces the prefix anywhere in the key",
-                "key.replace('module.', '') also edits 'submodule.weight'; strip from the start only "
-                "(key.removeprefix or key[len(prefix):] after key.startswith(prefix)).",
-                _clean_replace),
-        Mistake("only strips 'module.' (torch.compile's '_orig_mod.' stays)",
-                "a compiled model's keys start with '_orig_mod.'; strip both prefixes.",
-                _clean_module_only),
-        Mistake("strips only one layer of wrappers",
-                "a compiled DDP model has '_orig_mod.module.' (or the reverse); strip in a loop "
-                "until no prefix is left.",
-                _clean_once),
-        Mistake("changes the caller's dict in place",
-                "build a new OrderedDict instead of popping and re-inserting keys in the one you got.",
-                _clean_in_place),
+        Mistake("shared tensors counted twice",
+                "the same tensor is often saved by two operations (a ReLU output is saved by the ReLU "
+                "and by the next Linear): key a dict by t.untyped_storage().data_ptr() and count each "
+                "storage once.",
+                _sab_every_save,
+                # Where deduplicating by id() gives the same number (views handed to the hook as new
+                # objects), the more specific id() hint below names it.
+                detect=lambda out, a, k: (out == _sab_every_save(*a) != saved_activation_bytes_reference(*a)
+                                          and out != _sab_by_id(*a))),
+        Mistake("deduplicated by the tensor object instead of its storage",
+                "two saved tensors can be different views (different id() and data_ptr()) of ONE storage, "
+                "as x.chunk(2) gives: key by t.untyped_storage().data_ptr(), the storage's address.",
+                _sab_by_id, detect=lambda out, a, k: out == _sab_by_id(*a) != saved_activation_bytes_reference(*a)),
+        Mistake("sized with the view's nbytes instead of the storage's",
+                "a saved slice keeps its whole storage alive: count t.untyped_storage().nbytes(), not "
+                "t.nbytes or t.numel() * t.element_size() of the view.",
+                _sab_view_bytes,
+                detect=lambda out, a, k: out in (_sab_view_bytes(*a), _sab_view_bytes(*a, key="data_ptr"))
+                and out != saved_activation_bytes_reference(*a)),
+        Mistake("parameters counted",
+                "a Linear saves its weight for backward, but the weight exists anyway: skip storages "
+                "that belong to model.parameters().",
+                _sab_with_params,
+                detect=lambda out, a, k: out == _sab_with_params(*a)),
+        Mistake("element count instead of bytes",
+                "numel() counts elements; memory is bytes: use untyped_storage().nbytes() "
+                "(or numel() * element_size()).",
+                _sab_numel,
+                detect=lambda out, a, k: out == _sab_numel(*a)),
+        Mistake("pack hook returns the tensor itself (graph never freed)",
+                "return t.detach() from the pack hook, not t: a saved output handed back unchanged "
+                "points to its own grad_fn, which owns it; that cycle runs through C++ and is never "
+                "freed when no backward() follows.",
+                _sab_returns_t,
+                detect=lambda out, a, k: _graph_kept_alive(a[0])),
+        Mistake("forward run under no_grad (nothing saved)",
+                "inside torch.no_grad() autograd records nothing, so the hooks never fire: run the "
+                "forward with gradients enabled.",
+                _sab_no_grad,
+                detect=lambda out, a, k: out == 0),
     ],
+))
+
+
+# --- 08.amp_train_step ----------------------------------------------------------------------------
+# One mixed-precision training step with autocast and a GradScaler (a recording SpyScaler).
+
+class SpyScaler(torch.amp.GradScaler):
+    """A real ``GradScaler`` that records which of its methods were called, in order."""
+
+    def __init__(self, recipe: str, init_scale: float, growth_interval: int = 1) -> None:
+        super().__init__("cpu", init_scale=init_scale, growth_interval=growth_interval)
+        self.recipe = recipe
+        self.initial_scale = init_scale
+        self.calls: list[str] = []
+
+    def scale(self, outputs):  # type: ignore[override]
+        self.calls.append("scale")
+        return super().scale(outputs)
+
+    def step(self, optimizer, *args, **kwargs):  # type: ignore[override]
+        self.calls.append("step")
+        return super().step(optimizer, *args, **kwargs)
+
+    def update(self, new_scale=None) -> None:  # type: ignore[override]
+        self.calls.append("update")
+        if "step" not in self.calls:
+            raise RuntimeError("scaler.update() ran before any scaler.step(optimizer) (the scaler has no "
+                               "inf check to update from)")
+        super().update(new_scale)
+
+
+class _AutocastRecorder(nn.Module):
+    """Wraps a network and records whether each forward ran under autocast."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+        self.autocast_seen: list[bool] = []
+        self.dtypes: list[dict[str, torch.dtype]] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.autocast_seen.append(torch.is_autocast_enabled(x.device.type))
+        # what autocast would use on each device type (set by `with torch.autocast(...)` even where
+        # that device is absent and autocast is disabled)
+        self.dtypes.append({d: torch.get_autocast_dtype(d) for d in ("cpu", "cuda")})
+        return self.net(x)
+
+
+def _amp_build(recipe: str, device_type: str = "cpu") -> tuple:
+    gen = torch.Generator().manual_seed(20)
+    torch.manual_seed(21)
+    if recipe == "regression":
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
+        x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
+        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        scale = 2.0 ** 10
+    elif recipe == "classification":
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
+        x, y = torch.randn(24, 8, generator=gen), torch.randint(0, 4, (24,), generator=gen)
+        loss_fn, optimizer = nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2)
+        scale = 2.0 ** 12
+    elif recipe == "overflow":  # the scaled loss overflows: the step must be skipped, the scale halved
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
+        x, y = torch.randn(32, 6, generator=gen), 10 * torch.randn(32, 1, generator=gen)
+        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        scale = 2.0 ** 126
+    elif recipe in ("stale", "stale_inf"):
+        # the previous step's gradients were never cleared: scaled ones, or the inf ones an
+        # overflowed step leaves behind (scaler.step skipped it, .grad still holds inf)
+        model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
+        x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
+        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        scale = 2.0 ** 10
+        for p in model.parameters():
+            p.grad = torch.full_like(p, float("inf") if recipe == "stale_inf" else scale)
+    else:
+        raise ValueError(recipe)
+    return model, x, y, loss_fn, optimizer, SpyScaler(recipe, scale), device_type
+
+
+def amp_train_step_reference(model, x, y, loss_fn, optimizer, scaler, device_type) -> float:
+    optimizer.zero_grad(set_to_none=True)
+    amp_dtype = torch.bfloat16 if device_type == "cpu" else torch.float16
+    with torch.autocast(device_type=device_type, dtype=amp_dtype):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+
+
+def _amp_expected(recipe: str) -> dict[str, Any]:
+    args = _amp_build(recipe)
+    model, scaler = args[0], args[5]
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = amp_train_step_reference(*args)
+    return {"loss": loss, "scale": scaler.get_scale(), "before": before,
+            "after": [p.detach().clone() for p in model.parameters()],
+            "grads": [None if p.grad is None else p.grad.detach().clone() for p in model.parameters()]}
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).norm() / (b.norm() + 1e-30))
+
+
+def _grad_ratio(args: tuple) -> float | None:
+    """norm(your .grad) / norm(expected .grad), or None when the expected step overflowed."""
+    model, scaler = args[0], args[5]
+    expected = _amp_expected(scaler.recipe)
+    if any(g is None or not torch.isfinite(g).all() for g in expected["grads"]):
+        return None  # a skipped step: what is left in .grad is not meaningful
+    mine, ref = 0.0, 0.0
+    for p, g in zip(model.parameters(), expected["grads"]):
+        if p.grad is None or not torch.isfinite(p.grad).all():
+            continue
+        mine += float(p.grad.norm()) ** 2
+        ref += float(g.norm()) ** 2
+    # no gradients left (zero_grad() after the step is a fine habit): nothing to compare
+    return math.sqrt(mine / ref) if ref > 0 and mine > 0 else None
+
+
+def _close_ratio(ratio: float | None, target: float) -> bool:
+    return ratio is not None and ratio > 0 and abs(math.log(ratio / target)) < 0.5
+
+
+def _amp_verify(out, ref, args, kwargs):
+    model, x, y, loss_fn, optimizer, scaler, device_type = args
+    if isinstance(out, torch.Tensor):
+        return f"expected the loss as a Python float (loss.item()), found a tensor ({describe(out)})"
+    if isinstance(out, bool) or not isinstance(out, (int, float)):
+        return f"expected the loss as a Python float, found {describe(out)}"
+    if not any(model.autocast_seen):
+        return ("your forward pass ran without autocast (torch.is_autocast_enabled was False inside "
+                "model.forward)")
+    used = next((d["cpu"] for d in model.dtypes), None)
+    if used is not None and used != torch.bfloat16:
+        return (f"with device_type='cpu' your forward ran under autocast with {used}; the task says "
+                f"bfloat16 on 'cpu' (float16 is for 'cuda'): choose the dtype from device_type")
+    calls = scaler.calls
+    if "scale" not in calls:
+        return "scaler.scale(loss) was never called, so backward ran on the unscaled loss"
+    if "step" not in calls:
+        return "scaler.step(optimizer) was never called, so nothing unscaled the gradients or checked them for inf"
+    expected = _amp_expected(scaler.recipe)
+    if "update" not in calls:
+        return (f"scaler.update() was never called: the loss scale stayed {scaler.get_scale():g}, "
+                f"expected {expected['scale']:g} after this step")
+    if not math.isclose(out, expected["loss"], rel_tol=0.05, abs_tol=1e-6):
+        times = out / expected["loss"] if expected["loss"] else float("nan")
+        return f"expected the returned loss ≈ {expected['loss']:.4g}, found {out:.4g} ({times:.3g}x)"
+    stale = scaler.recipe in ("stale", "stale_inf")
+    if stale and any(not torch.equal(p.detach(), p1) for p, p1 in zip(model.parameters(), expected["after"])):
+        unchanged = all(torch.equal(p.detach(), p0) for p, p0 in zip(model.parameters(), expected["before"]))
+        model.stale_problem = True
+        if scaler.recipe == "stale_inf" and unchanged:
+            return ("the model arrived with the inf gradients of an overflowed step still in .grad; backward "
+                    "added to them, so this step overflowed too and was skipped (and so would every later "
+                    "one): clear the gradients first")
+        return ("the model arrived with the previous step's gradients still in .grad; backward added this "
+                "step's to them, so the update is wrong: clear the gradients first")
+    if scaler.get_scale() != expected["scale"]:
+        return f"expected the loss scale {expected['scale']:g} after this step, found {scaler.get_scale():g}"
+    for (name, p), p0, p1 in zip(model.named_parameters(), expected["before"], expected["after"]):
+        if not torch.isfinite(p).all():
+            return (f"parameter {name} contains inf/NaN after your step: a step with inf gradients "
+                    f"must be skipped (scaler.step does that)")
+        if torch.equal(p1, p0):
+            if not torch.equal(p.detach(), p0):
+                return (f"parameter {name} changed, but this step's gradients overflowed: "
+                        f"the update must be skipped")
+            continue
+        if _rel(p.detach() - p0, p1 - p0) > 0.1:
+            return (f"the update of parameter {name} differs from the expected one (relative difference "
+                    f"{_rel(p.detach() - p0, p1 - p0):.3g})")
+    ratio = _grad_ratio(args)
+    if ratio is not None and not _close_ratio(ratio, 1.0):
+        return (f"the gradients left in .grad are {ratio:.3g}x the expected (unscaled) ones; "
+                f"the loss scale was {scaler.initial_scale:g}")
+    return None
+
+
+def _amp_variant(*, scaled_backward: bool = True, scaler_step: bool = True, update: bool = True,
+                 autocast: bool = True, return_scaled: bool = False, zero_grad: bool = True,
+                 dtype: torch.dtype | None = None):
+    """A wrong amp_train_step: the reference with one part left out or changed."""
+    def step(model, x, y, loss_fn, optimizer, scaler, device_type):
+        if zero_grad:
+            optimizer.zero_grad()
+        amp_dtype = dtype or (torch.bfloat16 if device_type == "cpu" else torch.float16)
+        with torch.autocast(device_type=device_type, dtype=amp_dtype, enabled=autocast):
+            loss = loss_fn(model(x), y)
+        scaled = scaler.scale(loss) if scaled_backward or return_scaled else loss
+        scaled.backward()
+        scaler.step(optimizer) if scaler_step else optimizer.step()
+        if update:
+            scaler.update()
+        return (scaled if return_scaled else loss).item()
+    return step
+
+
+def _amp_on_cuda(candidate) -> str | None:
+    """Run the candidate once with device_type='cuda' and read which autocast dtype it chose.
+
+    Without a GPU, ``torch.autocast('cuda', ...)`` is disabled (with a warning, silenced here), but it
+    still sets the CUDA autocast dtype the model reads, so a hard-coded bfloat16 shows without a GPU.
+    Anything else that goes wrong is left to the normal run on the CPU cases.
+    """
+    import warnings
+
+    from course_utils.exercises import time_limit
+
+    args = _amp_build("regression", "cuda")
+    model = args[0]
+    try:
+        with warnings.catch_warnings(), time_limit(3.0):
+            warnings.simplefilter("ignore")
+            candidate(*args)
+    except BaseException:  # noqa: BLE001 - the CPU cases report what went wrong
+        return None
+    if not model.dtypes:
+        return None
+    seen = model.dtypes[0]
+    if seen["cuda"] != torch.float16:
+        return (f"with device_type='cuda' your autocast used {seen['cuda']}: the task says float16 on "
+                f"'cuda' (bfloat16 on 'cpu'); choose the dtype from device_type instead of hard-coding it\n"
+                f"  Hint (wrong low-precision dtype for the device): torch.bfloat16 if device_type == 'cpu' "
+                f"else torch.float16.")
+    if any(model.autocast_seen):
+        return ("called with device_type='cuda', your forward ran under CPU autocast: pass the argument "
+                "on, torch.autocast(device_type=device_type, ...), instead of a fixed 'cpu'")
+    return None
+
+
+def _calls(args: tuple) -> list[str]:
+    return getattr(args[5], "calls", [])
+
+
+register(Exercise(
+    "08.amp_train_step",
+    "amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type) does one mixed-precision "
+    "step: clear the gradients (the model may hold stale or inf ones), forward + loss under "
+    "torch.autocast(device_type=device_type, dtype=bfloat16 "
+    "on 'cpu' / float16 on 'cuda'), backward on scaler.scale(loss), scaler.step(optimizer), "
+    "scaler.update(); returns the (unscaled) loss as a Python float.",
+    amp_train_step_reference,
+    [lambda: (_amp_build("regression"), {}), lambda: (_amp_build("classification"), {}),
+     lambda: (_amp_build("overflow"), {}), lambda: (_amp_build("stale"), {}),
+     lambda: (_amp_build("stale_inf"), {})],
+    _amp_verify,
+    [
+        Mistake("no `zero_grad` (stale or inf gradients)",
+                "call optimizer.zero_grad() at the start of the step: backward() adds to whatever is in "
+                ".grad, and after an overflowed step that is inf, so every later step is skipped too.",
+                _amp_variant(zero_grad=False), detect=lambda out, a, k: getattr(a[0], "stale_problem", False)),
+        Mistake("wrong low-precision dtype for the device",
+                "pick the dtype from device_type: torch.bfloat16 if device_type == 'cpu' else "
+                "torch.float16 (CPU autocast is made for bfloat16; float16 on a GPU needs the scaler).",
+                _amp_variant(dtype=torch.float16),
+                detect=lambda out, a, k: any(d["cpu"] != torch.bfloat16 for d in getattr(a[0], "dtypes", []))),
+        Mistake("backward on unscaled loss",
+                "call scaler.scale(loss).backward(): scaling the loss before backward is what keeps "
+                "small fp16 gradients from flushing to zero (scaler.step divides the scale back out).",
+                _amp_variant(scaled_backward=False),
+                detect=lambda out, a, k: "scale" not in _calls(a)
+                or _close_ratio(_grad_ratio(a), 1.0 / a[5].initial_scale),
+                error_match="did not use scaler.scale"),
+        Mistake("`optimizer.step()` instead of `scaler.step`",
+                "call scaler.step(optimizer), not optimizer.step(), and before scaler.update(): it "
+                "unscales the gradients, checks them for inf/NaN and skips the update when they overflowed.",
+                _amp_variant(scaler_step=False),
+                detect=lambda out, a, k: "step" not in _calls(a),
+                error_match="before any scaler.step"),
+        Mistake("no `scaler.update()`",
+                "end every step with scaler.update(): it halves the scale after an overflow and grows "
+                "it after a run of good steps; without it the scale never adapts (and the next "
+                "scaler.step raises).",
+                _amp_variant(update=False),
+                detect=lambda out, a, k: "update" not in _calls(a)),
+        Mistake("returns the scaled loss",
+                "return loss.item(), the loss before scaling; scaler.scale(loss) is only for backward.",
+                _amp_variant(return_scaled=True),
+                detect=lambda out, a, k: isinstance(out, float) and any(math.isclose(
+                    out, _amp_expected(a[5].recipe)["loss"] * scale, rel_tol=0.05)
+                    for scale in (a[5].initial_scale, a[5].get_scale()))),
+        Mistake("no autocast",
+                "run the forward pass and the loss inside `with torch.autocast(device_type=device_type, "
+                "dtype=...)`; without it everything stays float32.",
+                _amp_variant(autocast=False),
+                detect=lambda out, a, k: not any(getattr(a[0], "autocast_seen", [True]))),
+    ],
+    inspect=_amp_on_cuda,
 ))

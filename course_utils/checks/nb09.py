@@ -1,649 +1,696 @@
-"""Checkers of notebook 09 (debugging and reproducibility), in notebook order: ``09.seed_everything``,
-``09.nonfinite_layers``, ``09.fix_train_step``.
+"""Checkers of notebook 09 (checkpointing), in notebook order: ``09.save_checkpoint``,
+``09.load_checkpoint``, ``09.latest_checkpoint``, ``09.clean_state_dict``.
 
-``09.seed_everything`` reads the next draw of every global generator right after the candidate ran
-(its ``inspect`` calls the candidate once per seed and draws at once). ``09.nonfinite_layers`` runs the
-candidate on models with a NaN or an Inf layer, a shared layer that runs twice, one without, and one
-that raises midway, and checks that no hook is left behind.
-``09.fix_train_step`` compares one step with the reference's on identical inputs; its mistakes are
-named by the training doctor (:func:`course_utils.doctor.diagnose`) run on the candidate.
+How the checkpoint checkers see what cannot be seen in a return value:
+
+* a **resume test**: the candidate's checkpoint (or loader) is used to continue a real run
+  (:mod:`course_utils.resume_demo`) and the final parameters must be ``torch.equal`` to an
+  uninterrupted run's;
+* **atomic writes**: a Python audit hook records every ``os.rename``/``os.replace`` into the
+  case's folder; the checkpoint must arrive at its name by a rename from the same folder;
+* **unsafe loads**: the same hook records ``pickle.find_class``, which only the full pickle
+  machinery (``weights_only=False``) calls;
+* ``load_checkpoint`` is re-run on fresh objects inside ``verify``, so the global RNG state it
+  leaves behind is inspected before anything else touches it.
 """
 
 from __future__ import annotations
 
-import random
-from typing import Any
+import atexit
+import contextlib
+import functools
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
 
-import numpy as np
 import torch
 from torch import nn
 
+from course_utils.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint,
+                                     saved_as_if_on)
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.resume_demo import build, seed_all, train
 
 
-# --- 09.seed_everything ---------------------------------------------------------------------------
-# Seed Python's `random`, NumPy and torch, and return a seeded generator.
+# --- shared by the 08 checkers --------------------------------------------------------------------
+# Temp folders, the audit hook, the resume helpers.
 
-def seed_everything_reference(seed: int) -> torch.Generator:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # seeds the CPU generator and every CUDA device's
-    return torch.Generator().manual_seed(seed)
+TOTAL_EPOCHS = 3  # length of each case's run; a case saves after 1 or 2 epochs and resumes the rest
+N_SAMPLES = 128  # 4 batches per epoch: small and quick, every RNG still in play
 
+# --- plumbing: temp folders and the audit hook --------------------------------------------------
 
-def _seed_no_numpy(seed):
-    random.seed(seed)
-    torch.manual_seed(seed)
-    return torch.Generator().manual_seed(seed)
-
-
-def _seed_no_random(seed):
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    return torch.Generator().manual_seed(seed)
+_ROOT: list[Path] = []
+_RENAMES: dict[str, list[tuple[str, str]]] = {}  # watched folder -> [(src, dst)]
+_FIND_CLASS: list[list[str]] = []  # active recorders of pickle.find_class
+_HOOKED: list[bool] = []
+_LAST: dict[tuple[str, str], str] = {}  # (exercise, case path) -> problem code of the last verify
+_CANDIDATE: dict[str, Callable[..., Any]] = {}
+_CASE_INFO: dict[str, tuple[int, int]] = {}
 
 
-def _seed_no_torch(seed):
-    random.seed(seed)
-    np.random.seed(seed)
-    return torch.Generator().manual_seed(seed)
+def _case_dir() -> Path:
+    if not _ROOT:
+        root = Path(tempfile.mkdtemp(prefix="course-08-checks-"))
+        atexit.register(shutil.rmtree, root, True)
+        _ROOT.append(root)
+    return Path(tempfile.mkdtemp(dir=_ROOT[0]))
 
 
-def _seed_generator_unseeded(seed):
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    return torch.Generator()
+def _audit(event: str, args: tuple) -> None:
+    if event == "os.rename" and _RENAMES:
+        try:  # an audit hook must never raise
+            src, dst = (os.path.realpath(os.fsdecode(os.fspath(a))) for a in args[:2])
+            events = _RENAMES.get(os.path.dirname(dst))
+            if events is not None:
+                events.append((src, dst))
+        except Exception:
+            pass
+    elif event == "pickle.find_class" and _FIND_CLASS:
+        for record in _FIND_CLASS:
+            record.append(f"{args[0]}.{args[1]}")
 
 
-def _seed_fixed(seed):
-    return seed_everything_reference(42)
+def _install_hook() -> None:
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED.append(True)
 
 
-def _seed_global_generator(seed):
-    random.seed(seed)
-    np.random.seed(seed)
-    return torch.manual_seed(seed)  # seeds torch, but returns torch's global generator itself
+def _same(a: Any, b: Any) -> bool:
+    """Exact structural equality of nested dicts/lists/tensors/numbers."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and a.dtype == b.dtype and torch.equal(a.cpu(), b.cpu()))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
 
 
-_SHARED = torch.Generator()
+@functools.lru_cache(maxsize=8)
+def _straight_params(seed: int) -> list[torch.Tensor]:
+    state = capture_rng_state()
+    run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
+    train(run, TOTAL_EPOCHS)
+    restore_rng_state(state)  # cached or not, the caller's random state is the same afterwards
+    return [p.detach().clone() for p in run.model.parameters()]
 
 
-def _seed_reused_generator(seed):
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    return _SHARED.manual_seed(seed)  # the same object every call
+def _max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    return max((x - y).abs().max().item() for x, y in zip(a, b))
 
 
-_RNG_NAMES = ("Python's `random`", "NumPy's global generator (np.random)", "torch's global generator")
-_SEEDS = (3, 2024, 7)
-#: seed -> (the next draw of each global generator right after the candidate returned, its output).
-#: Filled by ``inspect``, which calls the candidate itself once per seed: that is the one place that
-#: sees the generators before any other code (the reference, the framework) touches them.
-_AFTER_CANDIDATE: dict[int, tuple[tuple[float, float, float], Any]] = {}
+def _fresh_run(seed: int):
+    run = build(seed + 1000, epochs=TOTAL_EPOCHS, n=N_SAMPLES)  # other weights, other data order
+    seed_all(seed + 2000)  # a new process starts from some other random state
+    return run
 
 
-def _global_draws() -> tuple[float, float, float]:
-    return random.random(), float(np.random.rand()), float(torch.rand(1))
+def _code_is(exercise: str, code: str):
+    return lambda out, args, kwargs: _LAST.get((exercise, str(args[0]))) == code
 
 
-def _expected_draws(seed: int) -> tuple[float, float, float]:
-    return (random.Random(seed).random(), float(np.random.RandomState(seed).rand()),
-            float(torch.rand(1, generator=torch.Generator().manual_seed(seed))))
+# --- 09.save_checkpoint ---------------------------------------------------------------------------
+# Write the full training state atomically; checked by resuming from it.
+
+def save_checkpoint_reference(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    path = Path(path)
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
 
 
-def _scramble(seed: int) -> None:
-    """Seed every global generator with something else first (an earlier run may have used `seed`)."""
-    random.seed(10_000 + seed)
-    np.random.seed(10_000 + seed)
-    torch.manual_seed(10_000 + seed)
+def _save_variant(drop: str = "", rng: Callable[[Any], Any] | None = None, write: str = "atomic"):
+    def save(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+        path = Path(path)
+        checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                      "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                      "best_metric": best_metric,
+                      "rng": rng(generator) if rng else capture_rng_state(generator)}
+        if drop == "optimizer-object":
+            checkpoint["optimizer"] = optimizer
+        elif drop:
+            del checkpoint[drop]
+        if write == "in place":
+            torch.save(checkpoint, path)
+        elif write == "other folder":
+            fd, tmp = tempfile.mkstemp(suffix=".pt")
+            with os.fdopen(fd, "wb") as f:
+                torch.save(checkpoint, f)
+            os.replace(tmp, path)
+        else:
+            torch.save(checkpoint, path.with_name(path.name + ".tmp"))
+            os.replace(path.with_name(path.name + ".tmp"), path)
+        return path
+    return save
 
 
-def _seed_case(seed: int):
-    def make():
-        _scramble(seed)
-        return (seed,), {}
-    return make
+def _save_str_as_path(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path.with_name(path.name + ".tmp")  # fails when path is a str
+    torch.save(checkpoint, tmp)
+    os.replace(tmp, path)
 
 
-def _seed_watch(candidate: Any) -> None:
-    from course_utils.exercises import time_limit
-
-    _AFTER_CANDIDATE.clear()
-    for seed in _SEEDS:
-        _scramble(seed)
-        try:
-            with time_limit(3.0):
-                out = candidate(seed)
-        except BaseException:  # noqa: BLE001 - the normal run reports it
-            return None
-        _AFTER_CANDIDATE[seed] = (_global_draws(), out)
-    return None
+def _save_path_plus_str(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path + ".tmp"  # fails when path is a Path
+    torch.save(checkpoint, tmp)
+    os.replace(tmp, path)
 
 
-def _seed_verify(out, ref, args, kwargs):
-    (seed,) = args
-    if not isinstance(out, torch.Generator):
-        return (f"expected seed_everything to return a torch.Generator (for DataLoader(generator=...)), "
-                f"found {describe(out)}")
-    if out is torch.default_generator:
-        return ("you returned torch's global generator (torch.manual_seed(seed) returns it): a DataLoader "
-                "given it shares its stream with dropout and every other draw; return a new one, "
-                "torch.Generator().manual_seed(seed)")
-    outputs = [o for _, o in _AFTER_CANDIDATE.values()]
-    if any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:]):
-        return ("two calls returned the same generator object: each call must return a NEW "
-                "torch.Generator().manual_seed(seed), or two loaders would share one stream")
-    got, expected = _AFTER_CANDIDATE.get(seed, (None, None))[0], _expected_draws(seed)
-    for name, value, wanted in zip(_RNG_NAMES, got or (), expected):
-        if value != wanted:
-            return (f"after seed_everything({seed}) the next number from {name} should be {wanted:.6f} "
-                    f"(the first draw after seeding with {seed}); it was not seeded with `seed`")
-    if float(torch.rand(1, generator=out)) != expected[2]:
-        return f"the returned generator is not seeded: call .manual_seed({seed}) on it"
-    return None
+def _save_case(seed: int, epochs_done: int, as_str: bool = False):
+    def factory():
+        _install_hook()
+        folder = _case_dir() / "checkpoints"
+        folder.mkdir()
+        path = folder / "last.pt"
+        given = str(path) if as_str else path
+        torch.save({"epoch": epochs_done - 1, "note": "the previous checkpoint"}, path)
+        _RENAMES[os.path.realpath(folder)] = []
+        run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
+        train(run, epochs_done)
+        _CASE_INFO[str(path)] = (seed, epochs_done)
+        return ((given, run.model, run.optimizer, run.scheduler, run.generator),
+                {"epoch": run.epoch, "step": run.step, "best_metric": round(0.9 / (1 + epochs_done), 4)})
+    return factory
 
 
-def _first_unseeded(args: tuple) -> int | None:
-    """Index (random, numpy, torch) of the first global generator the candidate left unseeded."""
-    got = _AFTER_CANDIDATE.get(args[0], (None,))[0]
-    if got is None:
-        return None
-    return next((i for i, (v, w) in enumerate(zip(got, _expected_draws(args[0]))) if v != w), None)
+_NEEDED = {"model": "the weights (model.state_dict())",
+           "optimizer": "Adam's moments and the current LR (optimizer.state_dict())",
+           "scheduler": "where the LR schedule is (scheduler.state_dict())",
+           "epoch": "the epoch counter", "step": "the step counter", "best_metric": "the best metric so far",
+           "rng": "the random states (capture_rng_state(generator))"}
 
 
-def _unseeded(index: int):
-    return lambda out, args, kwargs: not _fixed_seed(out, args, kwargs) and _first_unseeded(args) == index
+def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, str | None]:
+    path = Path(args[0])
+    try:
+        ckpt = torch.load(path, weights_only=True)
+    except Exception as exc:
+        text = str(exc)
+        refused = text.split("Unsupported global: ")[-1].split(" was not")[0].removeprefix("GLOBAL ")
+        reason = (f"it contains a {refused} object, not only tensors, numbers, strings and containers"
+                  if "Unsupported global" in text else text.strip().splitlines()[0][:160])
+        return "weights_only", f"torch.load(path, weights_only=True) refused your file: {reason}"
+    if not isinstance(ckpt, dict) or ckpt.get("note") == "the previous checkpoint":
+        return "unchanged", f"{path.name} does not hold your new checkpoint dict: write it to `path`"
+    for key in _NEEDED:
+        if key not in ckpt:
+            code = key if key in ("optimizer", "scheduler", "rng") else "keys"
+            return code, (f"your checkpoint has no {key!r} entry (found keys {sorted(ckpt)}); "
+                          f"a resume needs {_NEEDED[key]}")
+    expected = torch.load(ref, weights_only=True)
+    for key in ("model", "optimizer", "scheduler", "epoch", "step", "best_metric"):
+        if not _same(ckpt[key], expected[key]):
+            return "keys", f"the {key!r} entry does not hold {_NEEDED[key]} as it was at save time"
+    rng = ckpt["rng"]
+    if isinstance(rng, dict) and rng.get("generator") is None:
+        return "generator", ("your 'rng' entry has no DataLoader generator state: after a resume "
+                             "the batches would come in a different order")
+    if not _same(rng, expected["rng"]):
+        return "rng_wrong", "the 'rng' entry is not capture_rng_state(generator) taken at save time"
+    seed, done = _CASE_INFO[str(path)]
+    run = _fresh_run(seed)
+    load_checkpoint(path, run.model, run.optimizer, run.scheduler, generator=run.generator)
+    train(run, TOTAL_EPOCHS - done)
+    diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
+    if diff != 0:
+        return "resume", (f"resuming from your checkpoint does not reproduce the uninterrupted run "
+                          f"(largest parameter difference {diff:.3g})")
+    real = os.path.realpath(path)
+    arrived = [src for src, dst in _RENAMES.get(os.path.dirname(real), []) if dst == real]
+    if not arrived:
+        return "atomic", (f"non-atomic write: nothing was os.replace()-d onto {path.name}, so the previous "
+                          f"checkpoint was overwritten in place; a crash mid-write leaves a truncated file")
+    if os.path.dirname(arrived[-1]) != os.path.dirname(real):
+        return "tmp_folder", (f"your temp file was in {os.path.dirname(arrived[-1])}, not next to {path.name}: "
+                              f"os.replace is only atomic within one filesystem (and fails across them)")
+    leftovers = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
+    if leftovers:
+        return "leftover", f"files left next to your checkpoint: {leftovers}; the temp file must be renamed"
+    return "ok", None
 
 
-def _shared_generator(out, args, kwargs) -> bool:
-    outputs = [o for _, o in _AFTER_CANDIDATE.values()]
-    return any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:])
-
-
-def _fixed_seed(out, args, kwargs) -> bool:
-    got = _AFTER_CANDIDATE.get(args[0], (None,))[0]
-    return got is not None and any(got == _expected_draws(s) for s in (0, 1, 42, 123, 1234, 2024) if s != args[0])
+def _save_verify(out, ref, args, kwargs):
+    code, problem = _save_problem(out, ref, args, kwargs)
+    _LAST[("save", str(args[0]))] = code
+    return problem
 
 
 register(Exercise(
-    "09.seed_everything",
-    "seed_everything(seed) seeds Python's `random`, NumPy's global generator and torch (CPU and CUDA) "
-    "with `seed`, and returns a new torch.Generator seeded with `seed` to pass to "
-    "DataLoader(generator=...).",
-    seed_everything_reference,
-    [_seed_case(s) for s in _SEEDS],
-    _seed_verify,
+    "09.save_checkpoint",
+    "save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric) writes "
+    "{'model', 'optimizer', 'scheduler' (state_dicts), 'epoch', 'step', 'best_metric', "
+    "'rng': capture_rng_state(generator)} atomically (temp file in the same folder, then os.replace) "
+    "to `path` (a str or a Path); it returns nothing.",
+    save_checkpoint_reference,
+    [_save_case(0, 2), _save_case(1, 1, as_str=True), _save_case(2, 2)],
+    _save_verify,
     [
-        Mistake("global generator returned instead of a fresh seeded one",
-                "torch.manual_seed(seed) returns torch's global generator; the loader needs its own: "
-                "return torch.Generator().manual_seed(seed), a new one on every call.",
-                _seed_global_generator,
-                detect=lambda out, a, k: out is torch.default_generator),
-        Mistake("hard-coded seed instead of the argument",
-                "use the `seed` parameter everywhere (random.seed(seed), ...), not a constant.",
-                _seed_fixed, detect=_fixed_seed),
-        Mistake("same generator object returned by every call",
-                "build the generator inside the function: `return torch.Generator().manual_seed(seed)`; "
-                "one shared object would tie every loader's shuffling together.",
-                _seed_reused_generator, detect=_shared_generator),
-        Mistake("python `random` not seeded",
-                "the standard library has its own generator (used by random.shuffle, many augmentations): "
-                "add random.seed(seed).",
-                _seed_no_random, detect=_unseeded(0)),
-        Mistake("numpy not seeded",
-                "NumPy's global generator is separate from torch's: add np.random.seed(seed) "
-                "(np.random.default_rng(seed) makes a new generator and leaves the global one alone).",
-                _seed_no_numpy, detect=_unseeded(1)),
-        Mistake("torch not seeded",
-                "torch.manual_seed(seed) seeds torch's CPU generator and every GPU's.",
-                _seed_no_torch, detect=_unseeded(2)),
-        Mistake("returned generator not seeded",
-                "torch.Generator() starts from a fixed default seed, not yours: return "
-                "torch.Generator().manual_seed(seed).",
-                _seed_generator_unseeded,
-                detect=lambda out, a, k: isinstance(out, torch.Generator) and _first_unseeded(a) is None
-                and out.initial_seed() != a[0]),
+        Mistake("Path + str for the temp name",
+                "a Path does not support `+`: build the temp name with path.with_name(path.name + '.tmp') "
+                "(or str(path) + '.tmp').",
+                _save_path_plus_str, error_match="unsupported operand type(s) for +"),
+        Mistake("str path used as a Path",
+                "`path` may be a str: start with `path = Path(path)` before path.with_name(...) or "
+                "path.parent, or build the temp name as str(path) + '.tmp'.",
+                _save_str_as_path, error_match="'str' object has no attribute"),
+        Mistake("optimizer state missing",
+                "store optimizer.state_dict() under 'optimizer': Adam's moments (and the current LR) "
+                "are part of the training state; without them the loss jumps after a resume.",
+                _save_variant(drop="optimizer"), detect=_code_is("save", "optimizer")),
+        Mistake("scheduler missing",
+                "store scheduler.state_dict() under 'scheduler': a fresh scheduler restarts the "
+                "LR schedule from step 0.",
+                _save_variant(drop="scheduler"), detect=_code_is("save", "scheduler")),
+        Mistake("RNG state missing",
+                "store 'rng': capture_rng_state(generator) so dropout, augmentation and shuffling "
+                "continue exactly where they were.",
+                _save_variant(drop="rng"), detect=_code_is("save", "rng")),
+        Mistake("RNG state missing the DataLoader generator",
+                "pass the loader's generator: capture_rng_state(generator). The global seeds do not "
+                "decide the shuffle order; that generator does.",
+                _save_variant(rng=lambda g: capture_rng_state()), detect=_code_is("save", "generator")),
+        Mistake("non-atomic write (torch.save straight onto the path)",
+                "write to a temp file next to the target (e.g. path.with_name(path.name + '.tmp')), "
+                "flush + os.fsync, then os.replace(tmp, path): readers see the old or the new file, "
+                "never half of one.",
+                _save_variant(write="in place"), detect=_code_is("save", "atomic")),
+        Mistake("non-atomic write: temp file in another folder",
+                "create the temp file in the SAME folder as the target (dir=path.parent or "
+                "path.with_name(...)); os.replace is atomic only within one filesystem.",
+                _save_variant(write="other folder"), detect=_code_is("save", "tmp_folder")),
+        Mistake("stores objects instead of state_dicts",
+                "save optimizer.state_dict(), not the optimizer object: weights_only=True loading "
+                "accepts tensors, numbers, strings and containers only.",
+                _save_variant(drop="optimizer-object"), detect=_code_is("save", "weights_only")),
     ],
-    inspect=_seed_watch,
+    returns=False,
 ))
 
 
-# --- 09.nonfinite_layers --------------------------------------------------------------------------
-# Find the leaf modules whose output has NaN or Inf, with forward hooks.
+# --- 09.load_checkpoint ---------------------------------------------------------------------------
+# Restore model, optimizer, scheduler and RNG states safely (weights_only); the candidate is re-run
+# on fresh objects inside verify, so the RNG state it leaves behind is seen before anything else.
 
-def nonfinite_layers_reference(model: nn.Module, x: torch.Tensor) -> list[str]:
-    found: list[str] = []
+def load_checkpoint_reference(path, model, optimizer, scheduler, generator, map_location="cpu"):
+    checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    restore_rng_state(checkpoint["rng"], generator)
+    return checkpoint
 
-    def make_hook(name: str):
-        def hook(module, inputs, output):
-            if isinstance(output, torch.Tensor) and not torch.isfinite(output).all():
-                found.append(name)
-        return hook
 
-    leaves = [(name, m) for name, m in model.named_modules() if not list(m.children())]
-    handles = [m.register_forward_hook(make_hook(name)) for name, m in leaves]
-    try:
-        with torch.no_grad():
-            model(x)
+def _load_variant(skip: str):
+    def load(path, model, optimizer, scheduler, generator, map_location="cpu"):
+        where = "cpu" if skip == "map_location" else map_location
+        checkpoint = torch.load(path, map_location=where, weights_only=skip != "weights_only")
+        model.load_state_dict(checkpoint["model"])
+        if skip != "optimizer":
+            optimizer.load_state_dict(checkpoint["optimizer"])
+        if skip != "scheduler":
+            scheduler.load_state_dict(checkpoint["scheduler"])
+        if skip != "rng":
+            restore_rng_state(checkpoint["rng"], None if skip == "generator" else generator)
+        return checkpoint
+    return load
+
+
+class RecordingMap:
+    """A map_location function (storage, location) -> storage on the CPU that records its calls."""
+
+    def __init__(self) -> None:
+        self.locations: list[str] = []
+
+    def __call__(self, storage: Any, location: str) -> Any:
+        self.locations.append(location)
+        return storage
+
+    def __repr__(self) -> str:
+        return "<map_location function>"
+
+
+def _map_location(kind: str) -> Any:
+    return RecordingMap() if kind == "function" else "cpu"
+
+
+def _load_case(seed: int, epochs_done: int, *, on_gpu: bool = False, map_kind: str = "cpu",
+               as_str: bool = False):
+    """A checkpoint written after `epochs_done` epochs; `on_gpu`: labelled as written on cuda:0."""
+    def factory():
+        _install_hook()
+        path = _case_dir() / "checkpoint.pt"
+        run = build(seed, epochs=TOTAL_EPOCHS, n=N_SAMPLES)
+        train(run, epochs_done)
+        with saved_as_if_on("cuda:0") if on_gpu else contextlib.nullcontext():
+            save_checkpoint(path, run.model, run.optimizer, run.scheduler, epoch=run.epoch, step=run.step,
+                            best_metric=0.5, generator=run.generator)
+        _CASE_INFO[str(path)] = (seed, epochs_done)
+        _MAP_KIND[str(path)] = map_kind
+        fresh = _fresh_run(seed)
+        return ((str(path) if as_str else path, fresh.model, fresh.optimizer, fresh.scheduler, fresh.generator),
+                {"map_location": _map_location(map_kind)})
+    return factory
+
+
+_MAP_KIND: dict[str, str] = {}
+
+
+def _remember_candidate(candidate: Callable[..., Any]) -> None:
+    _CANDIDATE["load"] = candidate
+    return None
+
+
+def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
+    path = Path(args[0])
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(out, dict):
+        return "return", f"expected the checkpoint dict (what torch.load returned), found {describe(out)}"
+    if out.get("epoch") != saved["epoch"] or out.get("step") != saved["step"]:
+        return "return", (f"expected the returned dict to say epoch {saved['epoch']}, step {saved['step']}; "
+                          f"found epoch {out.get('epoch')!r}, step {out.get('step')!r}")
+    seed, done = _CASE_INFO[str(path)]
+    run = _fresh_run(seed)
+    record: list[str] = []
+    _FIND_CLASS.append(record)
+    map_location = _map_location(_MAP_KIND[str(path)])
+    try:  # run the learner's loader again on fresh objects, then look at everything at once
+        _CANDIDATE["load"](args[0], run.model, run.optimizer, run.scheduler, run.generator,
+                           map_location=map_location)
     finally:
-        for handle in handles:
-            handle.remove()
-    return found
+        _FIND_CLASS.remove(record)
+    rng_now = capture_rng_state(run.generator)
+    if isinstance(map_location, RecordingMap) and not map_location.locations:
+        return "map_location", ("the case passed map_location=<a function> and torch.load never called it: "
+                                "pass the map_location argument on, torch.load(path, map_location=map_location, "
+                                "weights_only=True), instead of a fixed value")
+    if record:
+        example = next((name for name in record if name.startswith("torch.")), record[0])
+        return "weights_only", (f"your loader unpickled the file with weights_only=False (it looked up "
+                                f"{example} through the full pickle machinery, which can run any code)")
+    if not _same(run.model.state_dict(), saved["model"]):
+        return "model", "after loading, the model's weights are not the checkpoint's"
+    if not _same(run.optimizer.state_dict(), saved["optimizer"]):
+        have = len(run.optimizer.state_dict()["state"])
+        return "optimizer", (f"after loading, the optimizer holds state for {have} of "
+                             f"{len(saved['optimizer']['state'])} parameters (Adam's exp_avg/exp_avg_sq "
+                             f"were not restored)")
+    if not _same(run.scheduler.state_dict(), saved["scheduler"]):
+        return "scheduler", (f"after loading, scheduler.last_epoch is {run.scheduler.last_epoch}; the "
+                             f"checkpoint says {saved['scheduler']['last_epoch']}")
+    for key in ("torch", "numpy", "python"):
+        if not _same(rng_now[key], saved["rng"][key]):
+            return "rng", f"after loading, the global {key} random state is not the one in the checkpoint"
+    if not _same(rng_now["generator"], saved["rng"]["generator"]):
+        return "generator", "after loading, the DataLoader's generator is not in the checkpoint's state"
+    train(run, TOTAL_EPOCHS - done)
+    diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
+    if diff != 0:
+        return "resume", (f"training on after your load does not reproduce the uninterrupted run "
+                          f"(largest parameter difference {diff:.3g})")
+    return "ok", None
 
 
-def _nonfinite_hooks_left(model, x):
-    found = []
-    for name, m in model.named_modules():
-        if not list(m.children()):
-            m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
-                                    if not torch.isfinite(o).all() else None)
-    with torch.no_grad():
-        model(x)
-    return found
-
-
-def _nonfinite_nan_only(model, x):
-    found = []
-    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
-                                       if torch.isnan(o).any() else None)
-               for name, m in model.named_modules() if not list(m.children())]
-    with torch.no_grad():
-        model(x)
-    for h in handles:
-        h.remove()
-    return found
-
-
-def _nonfinite_registration_order(model, x):
-    bad = set(nonfinite_layers_reference(model, x))
-    return [name for name, m in model.named_modules() if name in bad]
-
-
-def _nonfinite_all_modules(model, x):
-    found = []
-    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
-                                       if not torch.isfinite(o).all() else None)
-               for name, m in model.named_modules()]
-    with torch.no_grad():
-        model(x)
-    for h in handles:
-        h.remove()
-    return found
-
-
-class Log(nn.Module):
-    """log(x): NaN for negative inputs, -inf at 0 (the kind of layer that breaks training)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.log(x)
-
-
-class Exp(nn.Module):
-    """exp(x): overflows to inf in float32 above about 88."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.exp(x)
-
-
-class _OutOfOrder(nn.Module):
-    """Registers `head` before `body` but runs body first: execution order != registration order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.head = nn.Linear(4, 2)
-        self.scale = Exp()
-        self.body = nn.Sequential(nn.Linear(3, 4), Exp())  # a nested leaf overflows first: body.1
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.scale(self.body(x)))
-
-
-class _SharedExp(nn.Module):
-    """One Exp module used twice in forward (a shared layer): it overflows both times."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.first = nn.Linear(3, 4)
-        self.act = Exp()
-        self.second = nn.Linear(4, 4)
-        self.head = nn.Linear(4, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.act(self.second(self.act(self.first(x)))))
-
-
-class _Boom(nn.Module):
-    """A layer with a bug: it raises, as a shape mismatch would, in the middle of the forward pass."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        raise RuntimeError("this layer failed (a bug in the model)")
-
-
-def _nonfinite_cases():
-    def log_chain():
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(3, 4), Log(), nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
-        return (model, torch.randn(5, 3, generator=torch.Generator().manual_seed(1))), {}
-
-    def overflow():
-        torch.manual_seed(1)
-        model = _OutOfOrder()
-        with torch.no_grad():
-            model.body[0].weight.fill_(30.0)
-        return (model, torch.full((2, 3), 2.0)), {}
-
-    def shared():
-        torch.manual_seed(4)
-        model = _SharedExp()
-        with torch.no_grad():
-            model.first.weight.fill_(40.0)
-        return (model, torch.full((2, 3), 1.0)), {}
-
-    def finite():
-        torch.manual_seed(2)
-        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
-        model._then_raising = True  # verify also runs the candidate on a model that raises midway
-        return (model, torch.randn(4, 3, generator=torch.Generator().manual_seed(3))), {}
-
-    return [log_chain, overflow, shared, finite]
-
-
-def _hooks_left_after_raise() -> bool:
-    """Run the candidate on a model whose middle layer raises; True when hooks stayed behind."""
-    from course_utils.exercises import time_limit
-
-    candidate = _CANDIDATE.get("nonfinite")
-    if candidate is None:
-        return False
-    torch.manual_seed(5)
-    model = nn.Sequential(nn.Linear(3, 4), _Boom(), nn.Linear(4, 1))
-    try:
-        with time_limit(3.0):
-            candidate(model, torch.ones(2, 3))
-    except BaseException:  # noqa: BLE001 - raising is expected here; only the hooks matter
-        pass
-    left = any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
-    _CANDIDATE["raise_left_hooks"] = left
-    return left
-
-
-def _nonfinite_verify(out, ref, args, kwargs):
-    model = args[0]
-    if any(m._forward_hooks for m in model.modules()):
-        return "your hooks are still registered on the model after the function returned"
-    if not isinstance(out, list) or not all(isinstance(n, str) for n in out):
-        return f"expected a list of module names (str), found {describe(out)}"
-    if out != ref:
-        if sorted(set(out)) == sorted(set(ref)) and len(out) < len(ref):
-            twice = ", ".join(f"`{n}`" for n in dict.fromkeys(ref) if ref.count(n) > out.count(n))
-            return (f"expected {ref}, found {out}: a module that runs twice (here {twice}) is listed each "
-                    f"time its output is non-finite, in the order the calls ran")
-        return f"expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}"
-    if getattr(model, "_then_raising", False) and _hooks_left_after_raise():
-        return ("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
-                "registered on its modules: remove them in a `finally:` block")
-    return None
-
-
-def _nonfinite_remember(candidate: Any) -> None:
-    _CANDIDATE["nonfinite"] = candidate
-    _CANDIDATE["raise_left_hooks"] = False
-    return None
-
-
-def _nonfinite_no_finally(model, x):
-    found = []
-    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
-                                       if not torch.isfinite(o).all() else None)
-               for name, m in model.named_modules() if not list(m.children())]
-    with torch.no_grad():
-        model(x)
-    for h in handles:  # never reached when model(x) raises
-        h.remove()
-    return found
-
-
-def _nonfinite_once_each(model, x):
-    return list(dict.fromkeys(nonfinite_layers_reference(model, x)))
+def _load_verify(out, ref, args, kwargs):
+    code, problem = _load_problem(out, args)
+    _LAST[("load", str(args[0]))] = code
+    return problem
 
 
 register(Exercise(
-    "09.nonfinite_layers",
-    "nonfinite_layers(model, x) runs model(x) once with forward hooks on every leaf module and returns "
-    "the names (from named_modules) of the modules whose output contains NaN or Inf, in the order they "
-    "ran (a module that runs twice is listed each time); the hooks are removed afterwards, even when "
-    "the forward pass raises.",
-    nonfinite_layers_reference,
-    _nonfinite_cases(),
-    _nonfinite_verify,
+    "09.load_checkpoint",
+    "load_checkpoint(path, model, optimizer, scheduler, generator, map_location='cpu') loads the file "
+    "(path a str or a Path, possibly written on a GPU machine) with torch.load(..., "
+    "map_location=map_location, weights_only=True), restores the model, optimizer, "
+    "scheduler and restore_rng_state(checkpoint['rng'], generator), and returns the checkpoint dict.",
+    load_checkpoint_reference,
+    # case 2: written on a GPU machine (tensors labelled cuda:0), path as a str; case 3: map_location
+    # is a function, which only torch.load itself can apply
+    [_load_case(0, 2), _load_case(3, 1, on_gpu=True, as_str=True),
+     _load_case(4, 2, on_gpu=True, map_kind="function")],
+    _load_verify,
     [
-        Mistake("hooks not removed",
-                "register_forward_hook returns a handle: keep them and call handle.remove() in a "
-                "`finally:` block, or every later forward pass keeps running your hook.",
-                _nonfinite_hooks_left,
-                detect=lambda out, a, k: any(m._forward_hooks for m in a[0].modules())),
-        Mistake("hooks removed without `finally`",
-                "if model(x) raises, the lines after it never run: put the handle.remove() loop in "
-                "`try: ... finally:` so the hooks go even when the forward pass fails.",
-                _nonfinite_no_finally, detect=lambda out, a, k: _CANDIDATE.get("raise_left_hooks", False)),
-        Mistake("a module that runs twice listed once",
-                "append the name every time the hook sees a non-finite output (no `if name not in "
-                "found`): a shared layer that runs twice is two places to look.",
-                _nonfinite_once_each,
-                detect=lambda out, a, k: isinstance(out, list) and out == _nonfinite_once_each(*a)
-                != nonfinite_layers_reference(*a)),
-        Mistake("checks only NaN, misses Inf",
-                "exp overflow and division by zero give inf, not nan: test ~torch.isfinite(out).all().",
-                _nonfinite_nan_only),
-        Mistake("reports registration order instead of execution order",
-                "append the name inside the hook, as the modules run; named_modules() lists them in the "
-                "order __init__ created them, which forward() need not follow.",
-                _nonfinite_registration_order),
-        Mistake("hooks on container modules too",
-                "only leaf modules (no children): a Sequential's output is its last layer's output, so it "
-                "would be reported twice; keep modules with `not list(m.children())`.",
-                _nonfinite_all_modules),
+        Mistake("`map_location` ignored",
+                "pass the argument on: torch.load(path, map_location=map_location, weights_only=True). A "
+                "checkpoint written on a GPU machine remembers 'cuda:0' and does not load without it "
+                "on a machine without CUDA.",
+                _load_variant("map_location"), detect=_code_is("load", "map_location"),
+                error_match="Attempting to deserialize object on a CUDA device"),
+        Mistake("optimizer state missing (never loaded)",
+                "call optimizer.load_state_dict(checkpoint['optimizer']); a fresh Adam starts with "
+                "zero moments and the loss jumps.",
+                _load_variant("optimizer"), detect=_code_is("load", "optimizer")),
+        Mistake("scheduler missing (never loaded)",
+                "call scheduler.load_state_dict(checkpoint['scheduler']) so the LR schedule continues.",
+                _load_variant("scheduler"), detect=_code_is("load", "scheduler")),
+        Mistake("RNG state missing (not restored)",
+                "call restore_rng_state(checkpoint['rng'], generator): dropout, augmentation and "
+                "shuffling must continue from the saved random state.",
+                _load_variant("rng"), detect=_code_is("load", "rng")),
+        Mistake("RNG state missing for the DataLoader generator",
+                "pass the generator: restore_rng_state(checkpoint['rng'], generator); it decides the "
+                "batch order.",
+                _load_variant("generator"), detect=_code_is("load", "generator")),
+        Mistake("weights_only=False (unsafe load)",
+                "use torch.load(path, map_location=map_location, weights_only=True): a full pickle can "
+                "run arbitrary code, and a checkpoint of state_dicts never needs it.",
+                _load_variant("weights_only"), detect=_code_is("load", "weights_only")),
     ],
-    inspect=_nonfinite_remember,
+    inspect=_remember_candidate,
 ))
 
 
-# --- 09.fix_train_step ----------------------------------------------------------------------------
-# Fix the broken training step from the training doctor's report.
+# --- 09.latest_checkpoint -------------------------------------------------------------------------
+# The finished epoch-<n>.pt with the highest n, compared as a number.
 
-def fix_train_step_reference(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer,
-                             loss_fn: Any) -> float:
-    x, y = batch
-    model.train()                       # EVAL_MODE_LEFT_ON
-    optimizer.zero_grad()               # ZERO_GRAD_MISSING
-    loss = loss_fn(model(x), y)         # SOFTMAX_BEFORE_CE: logits straight into the loss
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+_EPOCH_FILE = re.compile(r"epoch-(\d+)\.pt")
 
 
-def _step_no_zero_grad(model, batch, optimizer, loss_fn):
-    x, y = batch
-    model.train()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+def latest_checkpoint_reference(folder):
+    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return max(found)[1] if found else None
 
 
-def _step_softmax(model, batch, optimizer, loss_fn):
-    x, y = batch
-    model.train()
-    optimizer.zero_grad()
-    loss = loss_fn(model(x).softmax(dim=1), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+def _latest_text_sort(folder):
+    return sorted(Path(folder).glob("epoch-*.pt"))[-1]
 
 
-def _step_no_train(model, batch, optimizer, loss_fn):
-    x, y = batch
-    optimizer.zero_grad()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+def _latest_any_file(folder):
+    found = [(int(re.search(r"\d+", p.name).group()), p) for p in Path(folder).iterdir()
+             if re.search(r"\d+", p.name)]
+    return max(found)[1]
 
 
-def _step_zero_after_backward(model, batch, optimizer, loss_fn):
-    x, y = batch
-    model.train()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.zero_grad()
-    optimizer.step()
-    return loss.item()
+def _latest_mtime(folder):
+    return max(Path(folder).glob("epoch-*.pt"), key=lambda p: p.stat().st_mtime)
 
 
-def _step_zero_by_hand(model, batch, optimizer, loss_fn):
-    x, y = batch
-    model.train()
-    for p in model.parameters():
-        p.grad.zero_()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+def _latest_case(files: list[tuple[str, int]], as_str: bool = False):
+    """files: (name, mtime offset in seconds); names containing 'tmp' get truncated bytes."""
+    def factory():
+        folder = _case_dir()
+        base = 1_700_000_000
+        for name, offset in files:
+            target = folder / name
+            if "tmp" in name:
+                target.write_bytes(b"PK\x03\x04 truncated")
+            elif name.endswith(".pt"):
+                torch.save({"epoch": int(re.sub(r"\D", "", name) or 0)}, target)
+            else:
+                target.write_text("notes\n")
+            os.utime(target, (base + offset, base + offset))
+        return (str(folder) if as_str else folder,), {}
+    return factory
 
 
-def _step_tensor(model, batch, optimizer, loss_fn):
-    x, y = batch
-    model.train()
-    optimizer.zero_grad()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
-def fix_train_step_inputs(seed: int, stale: bool = True) -> tuple[nn.Module, tuple, torch.optim.Optimizer, nn.Module]:
-    """A small classifier in eval mode with stale gradients (as the notebook's broken program leaves it);
-    ``stale=False``: no gradients yet (``.grad`` is None, as after ``zero_grad()``)."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
-        gen = torch.Generator().manual_seed(seed)
-        x = torch.randn(32, 6, generator=gen)
-        y = (x[:, :4] * 3).argmax(dim=1)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        if stale:
-            nn.functional.cross_entropy(model(x + 1), y).backward()   # last step's gradients, never cleared
-    model.eval()                                                   # left over from a validation pass
-    return model, (x, y), optimizer, nn.CrossEntropyLoss()
-
-
-def _fix_case(seed: int, stale: bool = True):
-    def make():
-        model, batch, optimizer, loss_fn = fix_train_step_inputs(seed, stale)
-        model._case_seed = (seed, stale)  # lets verify rebuild identical inputs for the reference
-        return (model, batch, optimizer, loss_fn), {}
-    return make
-
-
-def _fix_verify(out, ref, args, kwargs):
-    if isinstance(out, torch.Tensor) or not isinstance(out, (int, float)):
-        return f"expected the loss as a Python float (loss.item()), found {describe(out)}"
-    if abs(out - ref) > 1e-5 * max(1.0, abs(ref)):
-        return f"returned loss {out:.4f}, expected {ref:.4f} (this batch's cross-entropy before the update)"
-    model = args[0]
-    expected_model, batch, optimizer, loss_fn = fix_train_step_inputs(*model._case_seed)
-    fix_train_step_reference(expected_model, batch, optimizer, loss_fn)
-    with torch.no_grad():
-        diff = max(float((p - q).abs().max()) for p, q in zip(model.parameters(), expected_model.parameters()))
-    if diff > 1e-5:
-        return f"after one step the parameters differ from the expected ones (largest difference {diff:.3g})"
+def _latest_verify(out, ref, args, kwargs):
+    folder = Path(args[0])
+    names = sorted(p.name for p in folder.iterdir())
+    if ref is None:
+        if out is not None:
+            return (f"the folder holds no finished epoch-<n>.pt ({names or 'it is empty'}): expected None, "
+                    f"found {describe(out)}")
+        return None
+    if out is None:
+        return f"expected the path of {ref.name} (the folder holds {names}), found None"
+    if not isinstance(out, (str, os.PathLike)):
+        return f"expected a Path, found {describe(out)}"
+    if Path(out).name != ref.name:
+        return f"expected {ref.name} (the folder holds {names}), found {Path(out).name}"
+    if not Path(out).is_absolute() and Path(out).resolve() != (folder / ref.name).resolve():
+        return (f"expected the full path (folder / {ref.name!r}), found only {str(out)!r}: return the Path from "
+                f"folder.iterdir() (or Path(folder) / name), not the bare file name")
+    if Path(out).resolve() != (folder / ref.name).resolve():
+        return f"expected a file in the folder you were given, found {out}"
     return None
 
 
-def _step_zero_at_end(model, batch, optimizer, loss_fn):
-    x, y = batch
-    model.train()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()  # too late for the gradients the model arrived with
-    return loss.item()
+def _latest_prefix_parse(folder):
+    found = [(int(p.name[len("epoch-"):-len(".pt")]), p) for p in Path(folder).iterdir()
+             if p.name.startswith("epoch-")]
+    return max(found)[1] if found else None
 
 
-def _right_without_stale_grads(out, args, kwargs) -> bool:
-    """Wrong on this case (stale .grad), right on the same case without old gradients."""
-    seed, stale = args[0]._case_seed
-    candidate = _CANDIDATE.get("fn")
-    if not stale or candidate is None:
-        return False
-    mine = fix_train_step_inputs(seed, stale=False)
-    expected = fix_train_step_inputs(seed, stale=False)
-    try:
-        candidate(*mine)
-    except Exception:
-        return False
-    fix_train_step_reference(*expected)
-    return all(torch.allclose(p, q, atol=1e-6) for p, q in zip(mine[0].parameters(), expected[0].parameters()))
+def _latest_none_on_max(folder):
+    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return max(found)[1]
 
 
-def _doctor_says(code: str):
-    def detect(out, args, kwargs) -> bool:
-        from course_utils.doctor import diagnose
-
-        model, batch, optimizer, loss_fn = fix_train_step_inputs(*args[0]._case_seed)
-        candidate = _CANDIDATE.get("fn")
-        if candidate is None or not isinstance(out, (int, float)):
-            return False  # wrong return types are reported by verify, not blamed on a training bug
-        return code in diagnose(model, loss_fn, optimizer, batch, train_step=candidate, max_steps=3).codes
-    return detect
+def _latest_bare_name(folder):
+    found = [(int(m.group(1)), p.name) for p in Path(folder).iterdir() if (m := _EPOCH_FILE.fullmatch(p.name))]
+    return max(found)[1] if found else None
 
 
-#: The candidate under check, so the mistake detectors can hand it to the training doctor.
-_CANDIDATE: dict[str, Any] = {}
+register(Exercise(
+    "09.latest_checkpoint",
+    "latest_checkpoint(folder) (a str or a Path) returns the full Path of the finished checkpoint named "
+    "epoch-<n>.pt with the highest n (n compared as a number), or None when there is none; temp files, "
+    "best.pt and other files are ignored.",
+    latest_checkpoint_reference,
+    [_latest_case([("epoch-1.pt", 1), ("epoch-2.pt", 2), ("epoch-3.pt", 3)]),
+     _latest_case([("epoch-8.pt", 1), ("epoch-9.pt", 2), ("epoch-10.pt", 3), ("epoch-11.pt", 4),
+                   ("best.pt", 5), ("notes.txt", 6)], as_str=True),
+     _latest_case([("epoch-9.pt", 1), ("epoch-10.pt", 2), ("epoch-11.pt.tmp", 3),
+                   (".epoch-12.pt.k3x9.tmp", 4)]),
+     _latest_case([("epoch-5.pt", 1), ("epoch-3.pt", 2), ("epoch-4.pt", 5), ("best.pt", 3)]),
+     _latest_case([("best.pt", 1), ("epoch-1.pt.tmp", 2), ("notes.txt", 3)]),  # nothing finished yet
+     _latest_case([], as_str=True)],  # a new run: the folder is empty
+    _latest_verify,
+    [
+        Mistake("fails when there is no checkpoint yet",
+                "a new run starts with an empty folder (or only temp files): return None when no "
+                "epoch-<n>.pt is there, e.g. `return max(found)[1] if found else None`.",
+                _latest_none_on_max, error_match="empty"),
+        Mistake("returns the bare file name, not the full path",
+                "return the Path itself (folder.iterdir() yields full paths), or Path(folder) / name.",
+                _latest_bare_name,
+                detect=lambda out, a, k: isinstance(out, (str, os.PathLike)) and not Path(out).is_absolute()
+                and (Path(a[0]) / out).exists()),
+        Mistake("sorts the numbers as text (epoch-9 after epoch-10)",
+                "as text '9' > '10'; parse the number: int(re.fullmatch(r'epoch-(\\d+)\\.pt', name).group(1)).",
+                _latest_text_sort),
+        Mistake("picks up a temp/partial file",
+                "only names that are exactly epoch-<n>.pt count; a file ending in .tmp is a save that "
+                "never finished (use re.fullmatch, not a prefix test).",
+                _latest_any_file),
+        Mistake("parses the number out of a temp file name",
+                "'epoch-11.pt.tmp'.startswith('epoch-') is True too: match the whole name, "
+                "re.fullmatch(r'epoch-(\\d+)\\.pt', p.name), before int(...).",
+                _latest_prefix_parse, error_match="invalid literal for int()"),
+        Mistake("uses modification time",
+                "copying or touching files changes mtimes; the step number in the name is the truth.",
+                _latest_mtime),
+    ],
+))
 
 
-def _remember(candidate: Any) -> None:
-    _CANDIDATE["fn"] = candidate
+# --- 09.clean_state_dict --------------------------------------------------------------------------
+# Strip the 'module.' and '_orig_mod.' wrapper prefixes from state_dict keys.
+
+_PREFIXES = ("module.", "_orig_mod.")
+
+
+def clean_state_dict_reference(state_dict):
+    cleaned = OrderedDict()
+    for key, value in state_dict.items():
+        while key.startswith(_PREFIXES):
+            key = key.removeprefix("module.").removeprefix("_orig_mod.")
+        cleaned[key] = value
+    return cleaned
+
+
+def _clean_replace(state_dict):
+    return OrderedDict((k.replace("module.", "").replace("_orig_mod.", ""), v) for k, v in state_dict.items())
+
+
+def _clean_module_only(state_dict):
+    return OrderedDict((k.removeprefix("module."), v) for k, v in state_dict.items())
+
+
+def _clean_once(state_dict):
+    return OrderedDict((k.removeprefix("module.").removeprefix("_orig_mod."), v) for k, v in state_dict.items())
+
+
+def _clean_in_place(state_dict):
+    for key in list(state_dict):
+        state_dict[clean_state_dict_reference({key: 0}).popitem()[0]] = state_dict.pop(key)
+    return state_dict
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Linear(3, 2)
+        self.submodule = nn.Linear(2, 1)
+
+
+def _clean_case(prefix: str):
+    def factory():
+        torch.manual_seed(len(prefix))
+        sd = _Block().state_dict()
+        wrapped = OrderedDict((prefix + k, v) for k, v in sd.items())
+        wrapped.original_keys = tuple(wrapped)  # to spot in-place changes
+        return (wrapped,), {}
+    return factory
+
+
+def _clean_verify(out, ref, args, kwargs):
+    (given,) = args
+    if not isinstance(out, dict):
+        return f"expected a dict, found {describe(out)}"
+    if list(out) != list(ref):
+        return f"expected keys {list(ref)}, found {list(out)}"
+    for key in ref:
+        if not (isinstance(out[key], torch.Tensor) and torch.equal(out[key], ref[key])):
+            return f"the value of {key!r} is not the original tensor"
+    if tuple(given) != given.original_keys:
+        return "your function changed the caller's state_dict; build and return a new dict"
     return None
 
 
 register(Exercise(
-    "09.fix_train_step",
-    "fix_train_step(model, batch, optimizer, loss_fn) does one correct training step on batch = (x, y) "
-    "and returns the loss as a Python float: the broken step with the three problems of the doctor's "
-    "report fixed. The model arrives in eval mode, with last step's gradients in .grad or none at all.",
-    fix_train_step_reference,
-    [_fix_case(0), _fix_case(1), _fix_case(2, stale=False)],
-    _fix_verify,
+    "09.clean_state_dict",
+    "clean_state_dict(state_dict) returns a NEW dict with the wrapper prefixes 'module.' "
+    "(DataParallel/DDP) and '_orig_mod.' (torch.compile) removed from the START of each key, "
+    "repeatedly, in any order; values and order unchanged.",
+    clean_state_dict_reference,
+    [_clean_case("module."), _clean_case(""), _clean_case("_orig_mod."),
+     _clean_case("_orig_mod.module."), _clean_case("module._orig_mod.")],
+    _clean_verify,
     [
-        Mistake("zeroes .grad by hand (breaks when .grad is None)",
-                "before the first backward() (or after zero_grad()) .grad is None, so p.grad.zero_() "
-                "raises: call optimizer.zero_grad().",
-                _step_zero_by_hand, error_match="has no attribute 'zero_'"),
-        Mistake("returns a tensor instead of a float",
-                "return loss.item(): a tensor keeps the graph (and, on a GPU, the device) alive.",
-                _step_tensor, detect=lambda out, a, k: isinstance(out, torch.Tensor)),
-        Mistake("zero_grad missing (ZERO_GRAD_MISSING)",
-                "the model arrives with last step's gradients in .grad: call optimizer.zero_grad() "
-                "before loss.backward().",
-                _step_no_zero_grad, detect=_doctor_says("ZERO_GRAD_MISSING")),
-        Mistake("gradients cleared after the step, not before backward",
-                "the model arrives with last step's gradients in .grad: call optimizer.zero_grad() at "
-                "the START of the step, before loss.backward() (zeroing at the end is too late for them).",
-                _step_zero_at_end, detect=_right_without_stale_grads),
-        Mistake("softmax before CrossEntropyLoss (SOFTMAX_BEFORE_CE)",
-                "pass the model's logits straight to the loss: CrossEntropyLoss applies log_softmax itself.",
-                _step_softmax, detect=_doctor_says("SOFTMAX_BEFORE_CE")),
-        Mistake("model.train() not called (EVAL_MODE_LEFT_ON)",
-                "the model arrives in eval mode (from validation): call model.train() first, so "
-                "BatchNorm uses the batch's statistics.",
-                _step_no_train, detect=_doctor_says("EVAL_MODE_LEFT_ON")),
-        Mistake("zero_grad between backward and step (NO_GRAD_FLOW)",
-                "zero the gradients before backward(), not between backward() and step(): the update "
-                "would be empty.",
-                _step_zero_after_backward, detect=_doctor_says("NO_GRAD_FLOW")),
+        Mistake("replaces the prefix anywhere in the key",
+                "key.replace('module.', '') also edits 'submodule.weight'; strip from the start only "
+                "(key.removeprefix or key[len(prefix):] after key.startswith(prefix)).",
+                _clean_replace),
+        Mistake("only strips 'module.' (torch.compile's '_orig_mod.' stays)",
+                "a compiled model's keys start with '_orig_mod.'; strip both prefixes.",
+                _clean_module_only),
+        Mistake("strips only one layer of wrappers",
+                "a compiled DDP model has '_orig_mod.module.' (or the reverse); strip in a loop "
+                "until no prefix is left.",
+                _clean_once),
+        Mistake("changes the caller's dict in place",
+                "build a new OrderedDict instead of popping and re-inserting keys in the one you got.",
+                _clean_in_place),
     ],
-    inspect=_remember,
 ))

@@ -1,430 +1,649 @@
-"""Checkers of notebook 10 (performance, compile, export), in notebook order: ``10.time_it``,
-``10.mean_epoch_loss``, ``10.clip_norm``.
+"""Checkers of notebook 10 (debugging and reproducibility), in notebook order: ``10.seed_everything``,
+``10.nonfinite_layers``, ``10.fix_train_step``.
 
-``10.time_it`` runs the candidate on a fake asynchronous device (:class:`FakeAsyncDevice`, exact fake
-time); ``10.mean_epoch_loss`` hands it loss tensors of a subclass that counts device-to-host copies;
-``10.clip_norm`` first exports the candidate with ``torch.export`` (its ``inspect``) to catch a Python
-``if`` on a tensor value.
+``10.seed_everything`` reads the next draw of every global generator right after the candidate ran
+(its ``inspect`` calls the candidate once per seed and draws at once). ``10.nonfinite_layers`` runs the
+candidate on models with a NaN or an Inf layer, a shared layer that runs twice, one without, and one
+that raises midway, and checks that no hook is left behind.
+``10.fix_train_step`` compares one step with the reference's on identical inputs; its mistakes are
+named by the training doctor (:func:`course_utils.doctor.diagnose`) run on the candidate.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import math
-from typing import Any, Callable
+import random
+from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
-from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.exercises import Exercise, Mistake, describe, register
 
 
-# --- 10.time_it -----------------------------------------------------------------------------------
-# Warm up, synchronise and time a function, checked on a fake asynchronous device.
+# --- 10.seed_everything ---------------------------------------------------------------------------
+# Seed Python's `random`, NumPy and torch, and return a seeded generator.
 
-# The checker cannot use a real GPU, so it hands the candidate a *fake asynchronous device*:
-# fn() "launches" work and returns at once (like a CUDA kernel launch), the work finishes
-# later on the device's own timeline, sync() waits for it, and clock() reads fake time.
-# The arithmetic is exact, so the check is instant and never flaky.
-
-
-class FakeAsyncDevice:
-    """fn() costs ``launch`` s on the host and queues ``first`` (first call) or ``cost`` s of device work."""
-
-    def __init__(self, cost: float, first: float, launch: float = 1e-5, asynchronous: bool = True):
-        self.cost, self.first, self.launch, self.asynchronous = cost, first, launch, asynchronous
-        self.now = 0.0          # host time
-        self.device_free = 0.0  # when the device finishes everything queued so far
-        self.calls = 0
-
-    def fn(self) -> None:
-        self.calls += 1
-        work = self.first if self.calls == 1 else self.cost
-        self.now += self.launch
-        self.device_free = max(self.device_free, self.now) + work
-        if not self.asynchronous:  # a CPU: the call returns when the work is done
-            self.now = self.device_free
-
-    def sync(self) -> None:
-        self.now = max(self.now, self.device_free)
-
-    def clock(self) -> float:
-        return self.now
+def seed_everything_reference(seed: int) -> torch.Generator:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # seeds the CPU generator and every CUDA device's
+    return torch.Generator().manual_seed(seed)
 
 
-def time_it_reference(fn: Callable[[], Any], warmup: int = 2, repeats: int = 10,
-                      sync: Callable[[], None] | None = None,
-                      clock: Callable[[], float] | None = None) -> float:
-    """The solution is the course's own timer, :func:`course_utils.profiling.time_it`."""
-    import time
-
-    from course_utils.profiling import time_it
-
-    return time_it(fn, warmup, repeats, sync, clock or time.perf_counter)
+def _seed_no_numpy(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
 
 
-def _time_no_warmup(fn, warmup=2, repeats=10, sync=None, clock=None):
-    start = clock()
-    for _ in range(repeats):
-        fn()
-    if sync is not None:
-        sync()
-    return (clock() - start) / repeats
+def _seed_no_random(seed):
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
 
 
-def _time_no_sync(fn, warmup=2, repeats=10, sync=None, clock=None):
-    for _ in range(warmup):
-        fn()
-    start = clock()
-    for _ in range(repeats):
-        fn()
-    return (clock() - start) / repeats
+def _seed_no_torch(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    return torch.Generator().manual_seed(seed)
 
 
-def _time_total(fn, warmup=2, repeats=10, sync=None, clock=None):
-    for _ in range(warmup):
-        fn()
-    if sync is not None:
-        sync()
-    start = clock()
-    for _ in range(repeats):
-        fn()
-    if sync is not None:
-        sync()
-    return clock() - start
+def _seed_generator_unseeded(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return torch.Generator()
 
 
-def _time_sync_unchecked(fn, warmup=2, repeats=10, sync=None, clock=None):
-    for _ in range(warmup):
-        fn()
-    sync()
-    start = clock()
-    for _ in range(repeats):
-        fn()
-    sync()
-    return (clock() - start) / repeats
+def _seed_fixed(seed):
+    return seed_everything_reference(42)
 
 
-def _time_real_clock(fn, warmup=2, repeats=10, sync=None, clock=None):
-    import time
-
-    for _ in range(warmup):
-        fn()
-    if sync is not None:
-        sync()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    if sync is not None:
-        sync()
-    return (time.perf_counter() - start) / repeats
+def _seed_global_generator(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    return torch.manual_seed(seed)  # seeds torch, but returns torch's global generator itself
 
 
-def _real_clock_used(out: Any, args: tuple, kwargs: dict) -> bool:
-    """A tiny time that no fake-clock variant produces: the candidate read the real clock."""
-    return (isinstance(out, (int, float)) and out < 0.5 * _device_of(kwargs).cost
-            and not _same_as(_time_no_sync, _time_sync_first_only)(out, args, kwargs))
+_SHARED = torch.Generator()
 
 
-def _time_cases():
-    def make(cost, first, warmup, repeats, asynchronous=True, with_sync=True):
-        def factory():
-            dev = FakeAsyncDevice(cost, first, asynchronous=asynchronous)
-            kwargs = {"warmup": warmup, "repeats": repeats, "clock": dev.clock,
-                      "sync": dev.sync if with_sync else None}
-            return (dev.fn,), kwargs
-        return factory
-    # the last two: a CPU (no sync to call), and no warm-up at all (then the first call is timed)
-    return [make(0.01, 2.0, 2, 5), make(0.003, 1.5, 1, 8), make(0.02, 0.5, 3, 4),
-            make(0.005, 1.0, 2, 6, asynchronous=False, with_sync=False), make(0.004, 0.3, 0, 3)]
+def _seed_reused_generator(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return _SHARED.manual_seed(seed)  # the same object every call
 
 
-def _device_of(kwargs: dict[str, Any]) -> FakeAsyncDevice:
-    return kwargs["clock"].__self__
+_RNG_NAMES = ("Python's `random`", "NumPy's global generator (np.random)", "torch's global generator")
+_SEEDS = (3, 2024, 7)
+#: seed -> (the next draw of each global generator right after the candidate returned, its output).
+#: Filled by ``inspect``, which calls the candidate itself once per seed: that is the one place that
+#: sees the generators before any other code (the reference, the framework) touches them.
+_AFTER_CANDIDATE: dict[int, tuple[tuple[float, float, float], Any]] = {}
 
 
-def _time_verify(out, ref, args, kwargs):
-    if isinstance(out, torch.Tensor) and out.numel() == 1:
-        out = out.item()
-    if not isinstance(out, (int, float)) or isinstance(out, bool):
-        return f"expected a float (seconds per call), found {describe(out)}"
-    if _device_of(kwargs).calls != kwargs["warmup"] + kwargs["repeats"]:
-        return (f"expected fn to be called warmup + repeats = {kwargs['warmup'] + kwargs['repeats']} "
-                f"times, found {_device_of(kwargs).calls} calls")
-    # 1 %: syncing after every call (latency) and once at the end (throughput) both pass
-    if not math.isclose(out, ref, rel_tol=0.01, abs_tol=1e-12):
-        return f"expected {ref:.4g} s per call, found {out:.4g} s"
+def _global_draws() -> tuple[float, float, float]:
+    return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+
+def _expected_draws(seed: int) -> tuple[float, float, float]:
+    return (random.Random(seed).random(), float(np.random.RandomState(seed).rand()),
+            float(torch.rand(1, generator=torch.Generator().manual_seed(seed))))
+
+
+def _scramble(seed: int) -> None:
+    """Seed every global generator with something else first (an earlier run may have used `seed`)."""
+    random.seed(10_000 + seed)
+    np.random.seed(10_000 + seed)
+    torch.manual_seed(10_000 + seed)
+
+
+def _seed_case(seed: int):
+    def make():
+        _scramble(seed)
+        return (seed,), {}
+    return make
+
+
+def _seed_watch(candidate: Any) -> None:
+    from course_utils.exercises import time_limit
+
+    _AFTER_CANDIDATE.clear()
+    for seed in _SEEDS:
+        _scramble(seed)
+        try:
+            with time_limit(3.0):
+                out = candidate(seed)
+        except BaseException:  # noqa: BLE001 - the normal run reports it
+            return None
+        _AFTER_CANDIDATE[seed] = (_global_draws(), out)
     return None
 
 
-def _time_warmup_unsynced(fn, warmup=2, repeats=10, sync=None, clock=None):
-    for _ in range(warmup):
-        fn()
-    start = clock()  # the warm-up work is still queued and lands inside the measurement
-    for _ in range(repeats):
-        fn()
-    if sync is not None:
-        sync()
-    return (clock() - start) / repeats
+def _seed_verify(out, ref, args, kwargs):
+    (seed,) = args
+    if not isinstance(out, torch.Generator):
+        return (f"expected seed_everything to return a torch.Generator (for DataLoader(generator=...)), "
+                f"found {describe(out)}")
+    if out is torch.default_generator:
+        return ("you returned torch's global generator (torch.manual_seed(seed) returns it): a DataLoader "
+                "given it shares its stream with dropout and every other draw; return a new one, "
+                "torch.Generator().manual_seed(seed)")
+    outputs = [o for _, o in _AFTER_CANDIDATE.values()]
+    if any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:]):
+        return ("two calls returned the same generator object: each call must return a NEW "
+                "torch.Generator().manual_seed(seed), or two loaders would share one stream")
+    got, expected = _AFTER_CANDIDATE.get(seed, (None, None))[0], _expected_draws(seed)
+    for name, value, wanted in zip(_RNG_NAMES, got or (), expected):
+        if value != wanted:
+            return (f"after seed_everything({seed}) the next number from {name} should be {wanted:.6f} "
+                    f"(the first draw after seeding with {seed}); it was not seeded with `seed`")
+    if float(torch.rand(1, generator=out)) != expected[2]:
+        return f"the returned generator is not seeded: call .manual_seed({seed}) on it"
+    return None
 
 
-def _time_sync_first_only(fn, warmup=2, repeats=10, sync=None, clock=None):
-    for _ in range(warmup):
-        fn()
-    if sync is not None:
-        sync()
-    start = clock()
-    for _ in range(repeats):
-        fn()
-    return (clock() - start) / repeats
+def _first_unseeded(args: tuple) -> int | None:
+    """Index (random, numpy, torch) of the first global generator the candidate left unseeded."""
+    got = _AFTER_CANDIDATE.get(args[0], (None,))[0]
+    if got is None:
+        return None
+    return next((i for i, (v, w) in enumerate(zip(got, _expected_draws(args[0]))) if v != w), None)
 
 
-def _same_as(*variants: Callable[..., float]) -> Callable[[Any, tuple, dict], bool]:
-    """Detector: the candidate's number equals what one of these wrong versions gives."""
-    def detect(out: Any, args: tuple, kwargs: dict) -> bool:
-        if not isinstance(out, (int, float)):
-            return False
-        old = _device_of(kwargs)
-        for variant in variants:
-            dev = FakeAsyncDevice(old.cost, old.first, old.launch, old.asynchronous)
-            wrong = variant(dev.fn, warmup=kwargs["warmup"], repeats=kwargs["repeats"],
-                            sync=dev.sync if kwargs["sync"] is not None else None, clock=dev.clock)
-            if math.isclose(out, wrong, rel_tol=1e-6):
-                return True
+def _unseeded(index: int):
+    return lambda out, args, kwargs: not _fixed_seed(out, args, kwargs) and _first_unseeded(args) == index
+
+
+def _shared_generator(out, args, kwargs) -> bool:
+    outputs = [o for _, o in _AFTER_CANDIDATE.values()]
+    return any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:])
+
+
+def _fixed_seed(out, args, kwargs) -> bool:
+    got = _AFTER_CANDIDATE.get(args[0], (None,))[0]
+    return got is not None and any(got == _expected_draws(s) for s in (0, 1, 42, 123, 1234, 2024) if s != args[0])
+
+
+register(Exercise(
+    "10.seed_everything",
+    "seed_everything(seed) seeds Python's `random`, NumPy's global generator and torch (CPU and CUDA) "
+    "with `seed`, and returns a new torch.Generator seeded with `seed` to pass to "
+    "DataLoader(generator=...).",
+    seed_everything_reference,
+    [_seed_case(s) for s in _SEEDS],
+    _seed_verify,
+    [
+        Mistake("global generator returned instead of a fresh seeded one",
+                "torch.manual_seed(seed) returns torch's global generator; the loader needs its own: "
+                "return torch.Generator().manual_seed(seed), a new one on every call.",
+                _seed_global_generator,
+                detect=lambda out, a, k: out is torch.default_generator),
+        Mistake("hard-coded seed instead of the argument",
+                "use the `seed` parameter everywhere (random.seed(seed), ...), not a constant.",
+                _seed_fixed, detect=_fixed_seed),
+        Mistake("same generator object returned by every call",
+                "build the generator inside the function: `return torch.Generator().manual_seed(seed)`; "
+                "one shared object would tie every loader's shuffling together.",
+                _seed_reused_generator, detect=_shared_generator),
+        Mistake("python `random` not seeded",
+                "the standard library has its own generator (used by random.shuffle, many augmentations): "
+                "add random.seed(seed).",
+                _seed_no_random, detect=_unseeded(0)),
+        Mistake("numpy not seeded",
+                "NumPy's global generator is separate from torch's: add np.random.seed(seed) "
+                "(np.random.default_rng(seed) makes a new generator and leaves the global one alone).",
+                _seed_no_numpy, detect=_unseeded(1)),
+        Mistake("torch not seeded",
+                "torch.manual_seed(seed) seeds torch's CPU generator and every GPU's.",
+                _seed_no_torch, detect=_unseeded(2)),
+        Mistake("returned generator not seeded",
+                "torch.Generator() starts from a fixed default seed, not yours: return "
+                "torch.Generator().manual_seed(seed).",
+                _seed_generator_unseeded,
+                detect=lambda out, a, k: isinstance(out, torch.Generator) and _first_unseeded(a) is None
+                and out.initial_seed() != a[0]),
+    ],
+    inspect=_seed_watch,
+))
+
+
+# --- 10.nonfinite_layers --------------------------------------------------------------------------
+# Find the leaf modules whose output has NaN or Inf, with forward hooks.
+
+def nonfinite_layers_reference(model: nn.Module, x: torch.Tensor) -> list[str]:
+    found: list[str] = []
+
+    def make_hook(name: str):
+        def hook(module, inputs, output):
+            if isinstance(output, torch.Tensor) and not torch.isfinite(output).all():
+                found.append(name)
+        return hook
+
+    leaves = [(name, m) for name, m in model.named_modules() if not list(m.children())]
+    handles = [m.register_forward_hook(make_hook(name)) for name, m in leaves]
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found
+
+
+def _nonfinite_hooks_left(model, x):
+    found = []
+    for name, m in model.named_modules():
+        if not list(m.children()):
+            m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
+                                    if not torch.isfinite(o).all() else None)
+    with torch.no_grad():
+        model(x)
+    return found
+
+
+def _nonfinite_nan_only(model, x):
+    found = []
+    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
+                                       if torch.isnan(o).any() else None)
+               for name, m in model.named_modules() if not list(m.children())]
+    with torch.no_grad():
+        model(x)
+    for h in handles:
+        h.remove()
+    return found
+
+
+def _nonfinite_registration_order(model, x):
+    bad = set(nonfinite_layers_reference(model, x))
+    return [name for name, m in model.named_modules() if name in bad]
+
+
+def _nonfinite_all_modules(model, x):
+    found = []
+    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
+                                       if not torch.isfinite(o).all() else None)
+               for name, m in model.named_modules()]
+    with torch.no_grad():
+        model(x)
+    for h in handles:
+        h.remove()
+    return found
+
+
+class Log(nn.Module):
+    """log(x): NaN for negative inputs, -inf at 0 (the kind of layer that breaks training)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)
+
+
+class Exp(nn.Module):
+    """exp(x): overflows to inf in float32 above about 88."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.exp(x)
+
+
+class _OutOfOrder(nn.Module):
+    """Registers `head` before `body` but runs body first: execution order != registration order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(4, 2)
+        self.scale = Exp()
+        self.body = nn.Sequential(nn.Linear(3, 4), Exp())  # a nested leaf overflows first: body.1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.scale(self.body(x)))
+
+
+class _SharedExp(nn.Module):
+    """One Exp module used twice in forward (a shared layer): it overflows both times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(3, 4)
+        self.act = Exp()
+        self.second = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.act(self.second(self.act(self.first(x)))))
+
+
+class _Boom(nn.Module):
+    """A layer with a bug: it raises, as a shape mismatch would, in the middle of the forward pass."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("this layer failed (a bug in the model)")
+
+
+def _nonfinite_cases():
+    def log_chain():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), Log(), nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+        return (model, torch.randn(5, 3, generator=torch.Generator().manual_seed(1))), {}
+
+    def overflow():
+        torch.manual_seed(1)
+        model = _OutOfOrder()
+        with torch.no_grad():
+            model.body[0].weight.fill_(30.0)
+        return (model, torch.full((2, 3), 2.0)), {}
+
+    def shared():
+        torch.manual_seed(4)
+        model = _SharedExp()
+        with torch.no_grad():
+            model.first.weight.fill_(40.0)
+        return (model, torch.full((2, 3), 1.0)), {}
+
+    def finite():
+        torch.manual_seed(2)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        model._then_raising = True  # verify also runs the candidate on a model that raises midway
+        return (model, torch.randn(4, 3, generator=torch.Generator().manual_seed(3))), {}
+
+    return [log_chain, overflow, shared, finite]
+
+
+def _hooks_left_after_raise() -> bool:
+    """Run the candidate on a model whose middle layer raises; True when hooks stayed behind."""
+    from course_utils.exercises import time_limit
+
+    candidate = _CANDIDATE.get("nonfinite")
+    if candidate is None:
         return False
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(3, 4), _Boom(), nn.Linear(4, 1))
+    try:
+        with time_limit(3.0):
+            candidate(model, torch.ones(2, 3))
+    except BaseException:  # noqa: BLE001 - raising is expected here; only the hooks matter
+        pass
+    left = any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    _CANDIDATE["raise_left_hooks"] = left
+    return left
+
+
+def _nonfinite_verify(out, ref, args, kwargs):
+    model = args[0]
+    if any(m._forward_hooks for m in model.modules()):
+        return "your hooks are still registered on the model after the function returned"
+    if not isinstance(out, list) or not all(isinstance(n, str) for n in out):
+        return f"expected a list of module names (str), found {describe(out)}"
+    if out != ref:
+        if sorted(set(out)) == sorted(set(ref)) and len(out) < len(ref):
+            twice = ", ".join(f"`{n}`" for n in dict.fromkeys(ref) if ref.count(n) > out.count(n))
+            return (f"expected {ref}, found {out}: a module that runs twice (here {twice}) is listed each "
+                    f"time its output is non-finite, in the order the calls ran")
+        return f"expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}"
+    if getattr(model, "_then_raising", False) and _hooks_left_after_raise():
+        return ("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
+                "registered on its modules: remove them in a `finally:` block")
+    return None
+
+
+def _nonfinite_remember(candidate: Any) -> None:
+    _CANDIDATE["nonfinite"] = candidate
+    _CANDIDATE["raise_left_hooks"] = False
+    return None
+
+
+def _nonfinite_no_finally(model, x):
+    found = []
+    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name)
+                                       if not torch.isfinite(o).all() else None)
+               for name, m in model.named_modules() if not list(m.children())]
+    with torch.no_grad():
+        model(x)
+    for h in handles:  # never reached when model(x) raises
+        h.remove()
+    return found
+
+
+def _nonfinite_once_each(model, x):
+    return list(dict.fromkeys(nonfinite_layers_reference(model, x)))
+
+
+register(Exercise(
+    "10.nonfinite_layers",
+    "nonfinite_layers(model, x) runs model(x) once with forward hooks on every leaf module and returns "
+    "the names (from named_modules) of the modules whose output contains NaN or Inf, in the order they "
+    "ran (a module that runs twice is listed each time); the hooks are removed afterwards, even when "
+    "the forward pass raises.",
+    nonfinite_layers_reference,
+    _nonfinite_cases(),
+    _nonfinite_verify,
+    [
+        Mistake("hooks not removed",
+                "register_forward_hook returns a handle: keep them and call handle.remove() in a "
+                "`finally:` block, or every later forward pass keeps running your hook.",
+                _nonfinite_hooks_left,
+                detect=lambda out, a, k: any(m._forward_hooks for m in a[0].modules())),
+        Mistake("hooks removed without `finally`",
+                "if model(x) raises, the lines after it never run: put the handle.remove() loop in "
+                "`try: ... finally:` so the hooks go even when the forward pass fails.",
+                _nonfinite_no_finally, detect=lambda out, a, k: _CANDIDATE.get("raise_left_hooks", False)),
+        Mistake("a module that runs twice listed once",
+                "append the name every time the hook sees a non-finite output (no `if name not in "
+                "found`): a shared layer that runs twice is two places to look.",
+                _nonfinite_once_each,
+                detect=lambda out, a, k: isinstance(out, list) and out == _nonfinite_once_each(*a)
+                != nonfinite_layers_reference(*a)),
+        Mistake("checks only NaN, misses Inf",
+                "exp overflow and division by zero give inf, not nan: test ~torch.isfinite(out).all().",
+                _nonfinite_nan_only),
+        Mistake("reports registration order instead of execution order",
+                "append the name inside the hook, as the modules run; named_modules() lists them in the "
+                "order __init__ created them, which forward() need not follow.",
+                _nonfinite_registration_order),
+        Mistake("hooks on container modules too",
+                "only leaf modules (no children): a Sequential's output is its last layer's output, so it "
+                "would be reported twice; keep modules with `not list(m.children())`.",
+                _nonfinite_all_modules),
+    ],
+    inspect=_nonfinite_remember,
+))
+
+
+# --- 10.fix_train_step ----------------------------------------------------------------------------
+# Fix the broken training step from the training doctor's report.
+
+def fix_train_step_reference(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer,
+                             loss_fn: Any) -> float:
+    x, y = batch
+    model.train()                       # EVAL_MODE_LEFT_ON
+    optimizer.zero_grad()               # ZERO_GRAD_MISSING
+    loss = loss_fn(model(x), y)         # SOFTMAX_BEFORE_CE: logits straight into the loss
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_no_zero_grad(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_softmax(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    optimizer.zero_grad()
+    loss = loss_fn(model(x).softmax(dim=1), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_no_train(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_zero_after_backward(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_zero_by_hand(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    for p in model.parameters():
+        p.grad.zero_()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_tensor(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def fix_train_step_inputs(seed: int, stale: bool = True) -> tuple[nn.Module, tuple, torch.optim.Optimizer, nn.Module]:
+    """A small classifier in eval mode with stale gradients (as the notebook's broken program leaves it);
+    ``stale=False``: no gradients yet (``.grad`` is None, as after ``zero_grad()``)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(32, 6, generator=gen)
+        y = (x[:, :4] * 3).argmax(dim=1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        if stale:
+            nn.functional.cross_entropy(model(x + 1), y).backward()   # last step's gradients, never cleared
+    model.eval()                                                   # left over from a validation pass
+    return model, (x, y), optimizer, nn.CrossEntropyLoss()
+
+
+def _fix_case(seed: int, stale: bool = True):
+    def make():
+        model, batch, optimizer, loss_fn = fix_train_step_inputs(seed, stale)
+        model._case_seed = (seed, stale)  # lets verify rebuild identical inputs for the reference
+        return (model, batch, optimizer, loss_fn), {}
+    return make
+
+
+def _fix_verify(out, ref, args, kwargs):
+    if isinstance(out, torch.Tensor) or not isinstance(out, (int, float)):
+        return f"expected the loss as a Python float (loss.item()), found {describe(out)}"
+    if abs(out - ref) > 1e-5 * max(1.0, abs(ref)):
+        return f"returned loss {out:.4f}, expected {ref:.4f} (this batch's cross-entropy before the update)"
+    model = args[0]
+    expected_model, batch, optimizer, loss_fn = fix_train_step_inputs(*model._case_seed)
+    fix_train_step_reference(expected_model, batch, optimizer, loss_fn)
+    with torch.no_grad():
+        diff = max(float((p - q).abs().max()) for p, q in zip(model.parameters(), expected_model.parameters()))
+    if diff > 1e-5:
+        return f"after one step the parameters differ from the expected ones (largest difference {diff:.3g})"
+    return None
+
+
+def _step_zero_at_end(model, batch, optimizer, loss_fn):
+    x, y = batch
+    model.train()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()  # too late for the gradients the model arrived with
+    return loss.item()
+
+
+def _right_without_stale_grads(out, args, kwargs) -> bool:
+    """Wrong on this case (stale .grad), right on the same case without old gradients."""
+    seed, stale = args[0]._case_seed
+    candidate = _CANDIDATE.get("fn")
+    if not stale or candidate is None:
+        return False
+    mine = fix_train_step_inputs(seed, stale=False)
+    expected = fix_train_step_inputs(seed, stale=False)
+    try:
+        candidate(*mine)
+    except Exception:
+        return False
+    fix_train_step_reference(*expected)
+    return all(torch.allclose(p, q, atol=1e-6) for p, q in zip(mine[0].parameters(), expected[0].parameters()))
+
+
+def _doctor_says(code: str):
+    def detect(out, args, kwargs) -> bool:
+        from course_utils.doctor import diagnose
+
+        model, batch, optimizer, loss_fn = fix_train_step_inputs(*args[0]._case_seed)
+        candidate = _CANDIDATE.get("fn")
+        if candidate is None or not isinstance(out, (int, float)):
+            return False  # wrong return types are reported by verify, not blamed on a training bug
+        return code in diagnose(model, loss_fn, optimizer, batch, train_step=candidate, max_steps=3).codes
     return detect
 
 
-register(Exercise(
-    "10.time_it",
-    "time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter) calls fn() `warmup` "
-    "times untimed (warmup may be 0), then returns the mean seconds per call over `repeats` calls. Read the time "
-    "with clock(); when sync is given, call it after the warm-up and after the timed calls.",
-    time_it_reference,
-    _time_cases(),
-    _time_verify,
-    [
-        Mistake("forgets warm-up (times the first, compiling call)",
-                "run fn() `warmup` times BEFORE starting the clock: the first call pays one-time "
-                "costs (compilation, allocation, caches) that steady-state steps never pay.",
-                _time_no_warmup, detect=_same_as(_time_no_warmup)),
-        Mistake("does not sync after the warm-up (warm-up work leaks into the timing)",
-                "the warm-up calls are only queued: call sync() once after them, before you "
-                "start the clock, or their (slow, compiling) work is counted in the timed loop.",
-                _time_warmup_unsynced, detect=_same_as(_time_warmup_unsynced)),
-        Mistake("forgets synchronization (measures only the launches)",
-                "on a GPU, fn() returns as soon as the work is queued: call sync() after the "
-                "warm-up and again before reading the clock at the end, or you time the launch only.",
-                _time_no_sync, detect=_same_as(_time_no_sync, _time_sync_first_only)),
-        Mistake("reads the real clock instead of the clock argument",
-                "call clock() (the argument) to read the time, not time.perf_counter() directly: "
-                "the checker's fake device only advances the clock it hands you.",
-                _time_real_clock, detect=_real_clock_used),
-        Mistake("returns the total instead of the time per call",
-                "divide the elapsed time by `repeats`.",
-                _time_total, detect=_same_as(_time_total)),
-        Mistake("calls sync when it is None",
-                "on the CPU there is nothing to wait for and sync is None: guard with "
-                "`if sync is not None: sync()`.",
-                _time_sync_unchecked, error_match="'NoneType' object is not callable"),
-    ],
-))
+#: The candidate under check, so the mistake detectors can hand it to the training doctor.
+_CANDIDATE: dict[str, Any] = {}
 
 
-# --- 10.mean_epoch_loss ---------------------------------------------------------------------------
-# Average the per-step losses on the device, without host-device syncs.
-
-_SYNCING = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__float__, torch.Tensor.__int__)
-
-
-class _SyncCounter(torch.Tensor):
-    """A tensor that counts device -> host copies (.item(), float(), .tolist()).
-
-    Every test case makes its own subclass, so its count cannot be reset by the next case.
-    """
-
-    syncs = 0
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if func in _SYNCING:
-            cls.syncs += 1
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
-def _syncs(args: tuple) -> int:
-    return type(args[0][0]).syncs
-
-
-def mean_epoch_loss_reference(step_losses: list[torch.Tensor]) -> torch.Tensor:
-    return torch.stack([loss.detach() for loss in step_losses]).mean()
-
-
-def _loss_items(step_losses):
-    return torch.tensor(sum(loss.item() for loss in step_losses) / len(step_losses))
-
-
-def _loss_graph(step_losses):
-    return sum(step_losses) / len(step_losses)
-
-
-def _loss_sum(step_losses):
-    return torch.stack([loss.detach() for loss in step_losses]).sum()
-
-
-def _loss_cases():
-    def make(seed, steps, dtype=torch.float32):
-        def factory():
-            counting = type("SyncCountingTensor", (_SyncCounter,), {"syncs": 0})
-            gen = torch.Generator().manual_seed(seed)
-            w = torch.randn(3, generator=gen, dtype=dtype, requires_grad=True)
-            x = torch.randn(steps, 3, generator=gen, dtype=dtype)
-            losses = [((x[i] * w).sum() ** 2).as_subclass(counting) for i in range(steps)]
-            return (losses,), {}
-        return factory
-    return [make(0, 4), make(1, 7), make(2, 1), make(3, 5, torch.float64)]  # float64 stays float64
-
-
-def _loss_verify(out, ref, args, kwargs):
-    if _syncs(args):
-        return (f"expected no device -> host copies, found {_syncs(args)} "
-                f"(.item()/float()/.tolist() calls) for {len(args[0])} steps")
-    if not isinstance(out, torch.Tensor):
-        return f"expected a 0-dim tensor, found {describe(out)}"
-    out = out.as_subclass(torch.Tensor)
-    if out.requires_grad:
-        return "expected a detached tensor (requires_grad=False), found one that still holds the graph"
-    return compare_tensors(out, ref.as_subclass(torch.Tensor), name="mean loss")
-
-
-register(Exercise(
-    "10.mean_epoch_loss",
-    "mean_epoch_loss(step_losses) returns the mean of the per-step loss tensors as a detached "
-    "0-dim tensor in their dtype, without any .item()/float()/.tolist() (each one is a host-device "
-    "sync) and without changing the given tensors.",
-    mean_epoch_loss_reference,
-    _loss_cases(),
-    _loss_verify,
-    [
-        Mistake("calls .item() every step (a host-device sync each time)",
-                "keep the values on the device: torch.stack([l.detach() for l in step_losses]).mean(), "
-                "and call .item() once, when you really print.",
-                _loss_items, detect=lambda out, a, k: _syncs(a) > 0),
-        Mistake("keeps the autograd graph (no detach)",
-                "summing the loss tensors themselves keeps every step's graph (and its activations) "
-                "alive: detach each loss before accumulating.",
-                _loss_graph,
-                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.requires_grad),
-        Mistake("sums instead of averaging",
-                "divide by the number of steps (or use .mean()).",
-                _loss_sum),
-    ],
-))
-
-
-# --- 10.clip_norm ---------------------------------------------------------------------------------
-# An export-ready data-dependent branch with torch.cond.
-
-class _AsModule(nn.Module):
-    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fn(x)
-
-
-_ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torch.cond branches must "
-               "return new tensors: return v.clone(), not v.")
-_PY_IF_HINT = ("  Hint (Python if on a tensor value): `if x.norm() > 1:` asks for a Python bool, "
-               "which only exists for one concrete input; torch.export cannot record both paths. "
-               "Use torch.cond(pred, true_fn, false_fn, (x,)) (or torch.where for element-wise choices).")
-
-
-def _exportable(candidate: Callable[..., Any]) -> str | None:
-    """Export the candidate once; only a data-dependent-branch failure is reported here."""
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            torch.export.export(_AsModule(candidate), (torch.full((4,), 2.0),))
-    except Exception as exc:  # anything else (stub, learner bug) is reported by the normal run
-        text = f"{type(exc).__name__}: {exc}"
-        if "data-dependent" in text or "GuardOnDataDependent" in text:
-            return ("torch.export failed: your function uses a Python `if` on a tensor "
-                    "value (data-dependent control flow)\n" + _PY_IF_HINT)
-        if "aliasing" in text:
-            return "torch.cond refused your branches: one returns its input tensor itself\n" + _ALIAS_HINT
-    return None
-
-
-def clip_norm_reference(x: torch.Tensor) -> torch.Tensor:
-    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
-
-
-def _clip_python_if(x):
-    if x.norm() > 1:
-        return x / x.norm()
-    return x.clone()
-
-
-def _clip_swapped(x):
-    return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
-
-
-def _clip_always(x):
-    return x / x.norm()
-
-
-def _clip_alias(x):
-    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
-
-
-def _clip_in_place(x):
-    return torch.cond(x.norm() > 1, lambda v: v.div_(v.norm()), lambda v: v.clone(), (x,))
-
-
-def _clip_cases():
-    def make(seed, scale, n):
-        return lambda: ((scale * torch.randn(n, generator=torch.Generator().manual_seed(seed)),), {})
-    # one shape for every case: torch.cond compiles its branches once per input shape
-    # norm exactly 1 is a boundary where both branches give x itself (">" and ">=" agree there)
-    return [make(0, 3.0, 4), make(1, 0.05, 4), make(2, 10.0, 4), make(3, 0.1, 4),
-            lambda: ((torch.tensor([0.0, 1.0, 0.0, 0.0]),), {})]
-
-
-def _clip_verify(out, ref, args, kwargs):
-    problem = compare_tensors(out, ref)
-    if problem:
-        return f"for an input of norm {args[0].norm():.3g}: {problem}"
-    if out.data_ptr() == args[0].data_ptr():
-        return "expected a new tensor, found the input itself"
+def _remember(candidate: Any) -> None:
+    _CANDIDATE["fn"] = candidate
     return None
 
 
 register(Exercise(
-    "10.clip_norm",
-    "clip_norm(x) returns x / x.norm() when x.norm() > 1 and an unchanged copy of x otherwise, "
-    "written so that torch.export can capture both branches (torch.cond).",
-    clip_norm_reference,
-    _clip_cases(),
-    _clip_verify,
+    "10.fix_train_step",
+    "fix_train_step(model, batch, optimizer, loss_fn) does one correct training step on batch = (x, y) "
+    "and returns the loss as a Python float: the broken step with the three problems of the doctor's "
+    "report fixed. The model arrives in eval mode, with last step's gradients in .grad or none at all.",
+    fix_train_step_reference,
+    [_fix_case(0), _fix_case(1), _fix_case(2, stale=False)],
+    _fix_verify,
     [
-        Mistake("Python if on a tensor value",
-                _PY_IF_HINT.split("): ", 1)[1],
-                _clip_python_if),
-        Mistake("always normalises",
-                "vectors with norm <= 1 must come back unchanged: choose between two branches.",
-                _clip_always),
-        Mistake("branches swapped",
-                "torch.cond(pred, true_fn, false_fn, operands): true_fn runs when pred is True, "
-                "i.e. when the norm is larger than 1.",
-                _clip_swapped),
-        Mistake("modifies the input in place inside a branch",
-                "torch.cond branches must not change their inputs: return v / v.norm(), not v.div_(...).",
-                _clip_in_place, error_match="captured completely"),
-        Mistake("returns the input itself from a branch (aliasing)",
-                _ALIAS_HINT.split("): ", 1)[1],
-                _clip_alias, error_match="aliasing"),
+        Mistake("zeroes .grad by hand (breaks when .grad is None)",
+                "before the first backward() (or after zero_grad()) .grad is None, so p.grad.zero_() "
+                "raises: call optimizer.zero_grad().",
+                _step_zero_by_hand, error_match="has no attribute 'zero_'"),
+        Mistake("returns a tensor instead of a float",
+                "return loss.item(): a tensor keeps the graph (and, on a GPU, the device) alive.",
+                _step_tensor, detect=lambda out, a, k: isinstance(out, torch.Tensor)),
+        Mistake("zero_grad missing (ZERO_GRAD_MISSING)",
+                "the model arrives with last step's gradients in .grad: call optimizer.zero_grad() "
+                "before loss.backward().",
+                _step_no_zero_grad, detect=_doctor_says("ZERO_GRAD_MISSING")),
+        Mistake("gradients cleared after the step, not before backward",
+                "the model arrives with last step's gradients in .grad: call optimizer.zero_grad() at "
+                "the START of the step, before loss.backward() (zeroing at the end is too late for them).",
+                _step_zero_at_end, detect=_right_without_stale_grads),
+        Mistake("softmax before CrossEntropyLoss (SOFTMAX_BEFORE_CE)",
+                "pass the model's logits straight to the loss: CrossEntropyLoss applies log_softmax itself.",
+                _step_softmax, detect=_doctor_says("SOFTMAX_BEFORE_CE")),
+        Mistake("model.train() not called (EVAL_MODE_LEFT_ON)",
+                "the model arrives in eval mode (from validation): call model.train() first, so "
+                "BatchNorm uses the batch's statistics.",
+                _step_no_train, detect=_doctor_says("EVAL_MODE_LEFT_ON")),
+        Mistake("zero_grad between backward and step (NO_GRAD_FLOW)",
+                "zero the gradients before backward(), not between backward() and step(): the update "
+                "would be empty.",
+                _step_zero_after_backward, detect=_doctor_says("NO_GRAD_FLOW")),
     ],
-    inspect=_exportable,
+    inspect=_remember,
 ))

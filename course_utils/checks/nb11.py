@@ -1,331 +1,430 @@
-"""Checkers of notebook 11 (distributed data parallel), in notebook order: ``11.average_gradients``,
-``11.shard_indices``, ``11.should_save``, ``11.unwrapped_state_dict``.
+"""Checkers of notebook 11 (performance, compile, export), in notebook order: ``11.time_it``,
+``11.mean_epoch_loss``, ``11.clip_norm``.
 
-No process group is needed: gradient averaging is list arithmetic over per-rank gradients, sharding is
-compared with ``DistributedSampler(shuffle=False)``'s padded, interleaved order, and unwrapping runs on
-a ``DistributedDataParallel`` shell that only wraps (``_ddp_shell``) and on a plain model that has a
-layer named ``module``.
+``11.time_it`` runs the candidate on a fake asynchronous device (:class:`FakeAsyncDevice`, exact fake
+time); ``11.mean_epoch_loss`` hands it loss tensors of a subclass that counts device-to-host copies;
+``11.clip_norm`` first exports the candidate with ``torch.export`` (its ``inspect``) to catch a Python
+``if`` on a tensor value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
-from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
 
 
-# --- 11.average_gradients -------------------------------------------------------------------------
-# What every rank holds after all_reduce(SUM) and a division by world_size.
+# --- 11.time_it -----------------------------------------------------------------------------------
+# Warm up, synchronise and time a function, checked on a fake asynchronous device.
 
-def average_gradients_reference(per_rank: list[list[torch.Tensor]]) -> list[list[torch.Tensor]]:
-    world_size = len(per_rank)
-    summed = [torch.stack(grads).sum(dim=0) for grads in zip(*per_rank)]  # all_reduce(SUM)
-    return [[g / world_size for g in summed] for _ in range(world_size)]
-
-
-def _avg_sum_only(per_rank):
-    summed = [torch.stack(grads).sum(dim=0) for grads in zip(*per_rank)]
-    return [[g.clone() for g in summed] for _ in per_rank]
+# The checker cannot use a real GPU, so it hands the candidate a *fake asynchronous device*:
+# fn() "launches" work and returns at once (like a CUDA kernel launch), the work finishes
+# later on the device's own timeline, sync() waits for it, and clock() reads fake time.
+# The arithmetic is exact, so the check is instant and never flaky.
 
 
-def _avg_no_communication(per_rank):
-    return [[g.clone() for g in grads] for grads in per_rank]
+class FakeAsyncDevice:
+    """fn() costs ``launch`` s on the host and queues ``first`` (first call) or ``cost`` s of device work."""
+
+    def __init__(self, cost: float, first: float, launch: float = 1e-5, asynchronous: bool = True):
+        self.cost, self.first, self.launch, self.asynchronous = cost, first, launch, asynchronous
+        self.now = 0.0          # host time
+        self.device_free = 0.0  # when the device finishes everything queued so far
+        self.calls = 0
+
+    def fn(self) -> None:
+        self.calls += 1
+        work = self.first if self.calls == 1 else self.cost
+        self.now += self.launch
+        self.device_free = max(self.device_free, self.now) + work
+        if not self.asynchronous:  # a CPU: the call returns when the work is done
+            self.now = self.device_free
+
+    def sync(self) -> None:
+        self.now = max(self.now, self.device_free)
+
+    def clock(self) -> float:
+        return self.now
 
 
-def _avg_single_list(per_rank):
-    return [torch.stack(grads).mean(dim=0) for grads in zip(*per_rank)]
+def time_it_reference(fn: Callable[[], Any], warmup: int = 2, repeats: int = 10,
+                      sync: Callable[[], None] | None = None,
+                      clock: Callable[[], float] | None = None) -> float:
+    """The solution is the course's own timer, :func:`course_utils.profiling.time_it`."""
+    import time
+
+    from course_utils.profiling import time_it
+
+    return time_it(fn, warmup, repeats, sync, clock or time.perf_counter)
 
 
-def _avg_within_rank(per_rank):
-    return [[g / len(grads) for g in grads] for grads in per_rank]
+def _time_no_warmup(fn, warmup=2, repeats=10, sync=None, clock=None):
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return (clock() - start) / repeats
 
 
-def _avg_cases():
-    def make(seed, world_size, shapes):
+def _time_no_sync(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    return (clock() - start) / repeats
+
+
+def _time_total(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return clock() - start
+
+
+def _time_sync_unchecked(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (clock() - start) / repeats
+
+
+def _time_real_clock(fn, warmup=2, repeats=10, sync=None, clock=None):
+    import time
+
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return (time.perf_counter() - start) / repeats
+
+
+def _real_clock_used(out: Any, args: tuple, kwargs: dict) -> bool:
+    """A tiny time that no fake-clock variant produces: the candidate read the real clock."""
+    return (isinstance(out, (int, float)) and out < 0.5 * _device_of(kwargs).cost
+            and not _same_as(_time_no_sync, _time_sync_first_only)(out, args, kwargs))
+
+
+def _time_cases():
+    def make(cost, first, warmup, repeats, asynchronous=True, with_sync=True):
         def factory():
-            gen = torch.Generator().manual_seed(seed)
-            return ([[torch.randn(*s, generator=gen) for s in shapes] for _ in range(world_size)],), {}
+            dev = FakeAsyncDevice(cost, first, asynchronous=asynchronous)
+            kwargs = {"warmup": warmup, "repeats": repeats, "clock": dev.clock,
+                      "sync": dev.sync if with_sync else None}
+            return (dev.fn,), kwargs
         return factory
-    return [make(0, 2, [(3, 2), (3,)]), make(1, 4, [(2, 2), (2,), (1,)]), make(2, 3, [(5,)])]
+    # the last two: a CPU (no sync to call), and no warm-up at all (then the first call is timed)
+    return [make(0.01, 2.0, 2, 5), make(0.003, 1.5, 1, 8), make(0.02, 0.5, 3, 4),
+            make(0.005, 1.0, 2, 6, asynchronous=False, with_sync=False), make(0.004, 0.3, 0, 3)]
 
 
-def _avg_verify(out, ref, args, kwargs):
-    (per_rank,) = args
-    if not isinstance(out, (list, tuple)) or len(out) != len(ref):
-        return f"expected a list with one gradient list per rank ({len(ref)} ranks), found {describe(out)}"
-    for rank, (grads, expected) in enumerate(zip(out, ref)):
-        if not isinstance(grads, (list, tuple)) or len(grads) != len(expected):
-            return (f"expected rank {rank} to hold a list of {len(expected)} gradients, "
-                    f"found {describe(grads)}")
-        for index, (g, e) in enumerate(zip(grads, expected)):
-            problem = compare_tensors(g, e, name=f"rank {rank}'s gradient {index}")
-            if problem:
-                return problem
+def _device_of(kwargs: dict[str, Any]) -> FakeAsyncDevice:
+    return kwargs["clock"].__self__
+
+
+def _time_verify(out, ref, args, kwargs):
+    if isinstance(out, torch.Tensor) and out.numel() == 1:
+        out = out.item()
+    if not isinstance(out, (int, float)) or isinstance(out, bool):
+        return f"expected a float (seconds per call), found {describe(out)}"
+    if _device_of(kwargs).calls != kwargs["warmup"] + kwargs["repeats"]:
+        return (f"expected fn to be called warmup + repeats = {kwargs['warmup'] + kwargs['repeats']} "
+                f"times, found {_device_of(kwargs).calls} calls")
+    # 1 %: syncing after every call (latency) and once at the end (throughput) both pass
+    if not math.isclose(out, ref, rel_tol=0.01, abs_tol=1e-12):
+        return f"expected {ref:.4g} s per call, found {out:.4g} s"
     return None
 
 
-register(Exercise(
-    "11.average_gradients",
-    "average_gradients(per_rank) takes per_rank[r][i] = gradient i computed on rank r and returns "
-    "what every rank holds after all_reduce(SUM) and a division by world_size: a list with, for "
-    "every rank, the list of averaged gradients.",
-    average_gradients_reference,
-    _avg_cases(),
-    _avg_verify,
-    [
-        Mistake("sums without dividing by world_size",
-                "all_reduce with ReduceOp.SUM adds the ranks' gradients; divide by world_size so "
-                "the step matches one big batch (DDP does this for you).",
-                _avg_sum_only),
-        Mistake("keeps each rank's own gradients (no all-reduce)",
-                "combine gradient i ACROSS ranks (zip(*per_rank)); without that the replicas "
-                "drift apart after the first optimizer step.",
-                _avg_no_communication),
-        Mistake("returns a single list instead of one per rank",
-                "after an all-reduce EVERY rank holds the result: return one list per rank.",
-                _avg_single_list,
-                detect=lambda out, a, k: isinstance(out, (list, tuple)) and len(out) > 0
-                and isinstance(out[0], torch.Tensor)),
-        Mistake("averages within a rank instead of across ranks",
-                "divide by the number of ranks (len(per_rank)), after summing the same gradient "
-                "from every rank, not by the number of parameters.",
-                _avg_within_rank),
-    ],
-    may_modify=("per_rank",),  # all_reduce itself works in place: overwriting the inputs is fine
-))
+def _time_warmup_unsynced(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    start = clock()  # the warm-up work is still queued and lands inside the measurement
+    for _ in range(repeats):
+        fn()
+    if sync is not None:
+        sync()
+    return (clock() - start) / repeats
 
 
-# --- 11.shard_indices -----------------------------------------------------------------------------
-# The dataset indices one rank uses, like DistributedSampler(shuffle=False).
-
-def shard_indices_reference(n: int, rank: int, world_size: int) -> list[int]:
-    per_rank = math.ceil(n / world_size)
-    total = per_rank * world_size
-    indices = list(range(n))
-    while len(indices) < total:  # pad by repeating from the start, like DistributedSampler
-        indices += indices[: total - len(indices)]
-    return indices[rank:total:world_size]
-
-
-def _shard_same_for_all(n, rank, world_size):
-    return list(range(0, n, world_size))
+def _time_sync_first_only(fn, warmup=2, repeats=10, sync=None, clock=None):
+    for _ in range(warmup):
+        fn()
+    if sync is not None:
+        sync()
+    start = clock()
+    for _ in range(repeats):
+        fn()
+    return (clock() - start) / repeats
 
 
-def _shard_drop_remainder(n, rank, world_size):
-    usable = n - n % world_size
-    return list(range(rank, usable, world_size))
-
-
-def _shard_unequal(n, rank, world_size):
-    return list(range(rank, n, world_size))
-
-
-def _shard_blocks(n, rank, world_size):
-    per_rank = math.ceil(n / world_size)
-    padded = [i % n for i in range(per_rank * world_size)]
-    return padded[rank * per_rank:(rank + 1) * per_rank]
-
-
-def _shard_cases():
-    return [lambda n=n, r=r, w=w: ((n, r, w), {})
-            for n, r, w in [(8, 1, 2), (10, 1, 4), (10, 3, 4), (3, 3, 4), (2, 4, 5), (7, 2, 3), (5, 0, 1)]]
-
-
-def _as_list(out: Any) -> Any:
-    if isinstance(out, torch.Tensor):
-        return out.tolist()
-    if isinstance(out, (tuple, range)):
-        return list(out)
-    return out
-
-
-def _shard_verify(out, ref, args, kwargs):
-    n, rank, world_size = args
-    out = _as_list(out)
-    if not isinstance(out, list) or not all(isinstance(i, int) for i in out):
-        return f"expected a list of ints, found {describe(out)}"
-    if out != ref:
-        return (f"for n={n}, rank={rank}, world_size={world_size} expected {ref} "
-                f"({len(ref)} indices on every rank), found {out}")
-    return None
+def _same_as(*variants: Callable[..., float]) -> Callable[[Any, tuple, dict], bool]:
+    """Detector: the candidate's number equals what one of these wrong versions gives."""
+    def detect(out: Any, args: tuple, kwargs: dict) -> bool:
+        if not isinstance(out, (int, float)):
+            return False
+        old = _device_of(kwargs)
+        for variant in variants:
+            dev = FakeAsyncDevice(old.cost, old.first, old.launch, old.asynchronous)
+            wrong = variant(dev.fn, warmup=kwargs["warmup"], repeats=kwargs["repeats"],
+                            sync=dev.sync if kwargs["sync"] is not None else None, clock=dev.clock)
+            if math.isclose(out, wrong, rel_tol=1e-6):
+                return True
+        return False
+    return detect
 
 
 register(Exercise(
-    "11.shard_indices",
-    "shard_indices(n, rank, world_size) returns the dataset indices rank `rank` uses, like "
-    "DistributedSampler(shuffle=False): pad range(n) by repeating from its start until its "
-    "length divides by world_size, then take every world_size-th index starting at rank.",
-    shard_indices_reference,
-    _shard_cases(),
-    _shard_verify,
+    "11.time_it",
+    "time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter) calls fn() `warmup` "
+    "times untimed (warmup may be 0), then returns the mean seconds per call over `repeats` calls. Read the time "
+    "with clock(); when sync is given, call it after the warm-up and after the timed calls.",
+    time_it_reference,
+    _time_cases(),
+    _time_verify,
     [
-        Mistake("ignores rank (every rank gets the same samples: overlap)",
-                "start at `rank`: indices[rank::world_size]. Otherwise all ranks train on the same "
-                "samples and the extra processes add nothing.",
-                _shard_same_for_all),
-        Mistake("drops the remainder without padding",
-                "samples past the last multiple of world_size are never seen; pad the index list by "
-                "repeating its first entries instead (DistributedSampler's default, drop_last=False).",
-                _shard_drop_remainder,
-                detect=lambda out, a, k: _as_list(out) == _shard_drop_remainder(*a)
-                and a[1] < a[0] % a[2]),
-        Mistake("unequal shard sizes (no padding)",
-                "every rank must get the same number of indices, or one rank runs an extra step and "
-                "waits forever in an all-reduce the others never join: pad first, then shard.",
-                _shard_unequal,
-                detect=lambda out, a, k: _as_list(out) == _shard_unequal(*a)),
-        Mistake("contiguous blocks instead of every world_size-th index",
-                "DistributedSampler interleaves: rank r takes positions r, r + world_size, ... of the "
-                "padded list, not one contiguous block.",
-                _shard_blocks),
+        Mistake("forgets warm-up (times the first, compiling call)",
+                "run fn() `warmup` times BEFORE starting the clock: the first call pays one-time "
+                "costs (compilation, allocation, caches) that steady-state steps never pay.",
+                _time_no_warmup, detect=_same_as(_time_no_warmup)),
+        Mistake("does not sync after the warm-up (warm-up work leaks into the timing)",
+                "the warm-up calls are only queued: call sync() once after them, before you "
+                "start the clock, or their (slow, compiling) work is counted in the timed loop.",
+                _time_warmup_unsynced, detect=_same_as(_time_warmup_unsynced)),
+        Mistake("forgets synchronization (measures only the launches)",
+                "on a GPU, fn() returns as soon as the work is queued: call sync() after the "
+                "warm-up and again before reading the clock at the end, or you time the launch only.",
+                _time_no_sync, detect=_same_as(_time_no_sync, _time_sync_first_only)),
+        Mistake("reads the real clock instead of the clock argument",
+                "call clock() (the argument) to read the time, not time.perf_counter() directly: "
+                "the checker's fake device only advances the clock it hands you.",
+                _time_real_clock, detect=_real_clock_used),
+        Mistake("returns the total instead of the time per call",
+                "divide the elapsed time by `repeats`.",
+                _time_total, detect=_same_as(_time_total)),
+        Mistake("calls sync when it is None",
+                "on the CPU there is nothing to wait for and sync is None: guard with "
+                "`if sync is not None: sync()`.",
+                _time_sync_unchecked, error_match="'NoneType' object is not callable"),
     ],
 ))
 
 
-# --- 11.should_save -------------------------------------------------------------------------------
-# Only rank 0 saves, after every n-th epoch.
+# --- 11.mean_epoch_loss ---------------------------------------------------------------------------
+# Average the per-step losses on the device, without host-device syncs.
 
-def should_save_reference(rank: int, epoch: int, every: int) -> bool:
-    return rank == 0 and (epoch + 1) % every == 0
-
-
-def _save_every_rank(rank, epoch, every):
-    return (epoch + 1) % every == 0
+_SYNCING = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__float__, torch.Tensor.__int__)
 
 
-def _save_off_by_one(rank, epoch, every):
-    return rank == 0 and epoch % every == 0
+class _SyncCounter(torch.Tensor):
+    """A tensor that counts device -> host copies (.item(), float(), .tolist()).
+
+    Every test case makes its own subclass, so its count cannot be reset by the next case.
+    """
+
+    syncs = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in _SYNCING:
+            cls.syncs += 1
+        return super().__torch_function__(func, types, args, kwargs or {})
 
 
-def _save_cases():
-    return [lambda r=r, e=e, v=v: ((r, e, v), {})
-            for r, e, v in [(0, 1, 2), (1, 1, 2), (0, 0, 2), (3, 5, 3), (0, 4, 1), (0, 2, 3),
-                            (0, 3, 3), (0, 2, 2), (0, 0, 1)]]
+def _syncs(args: tuple) -> int:
+    return type(args[0][0]).syncs
 
 
-def _save_verify(out, ref, args, kwargs):
-    rank, epoch, every = args
-    if not isinstance(out, bool):
-        return f"expected True or False, found {describe(out)}"
-    if out != ref:
-        return f"for rank={rank}, epoch={epoch}, every={every} expected {ref}, found {out}"
-    return None
+def mean_epoch_loss_reference(step_losses: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack([loss.detach() for loss in step_losses]).mean()
+
+
+def _loss_items(step_losses):
+    return torch.tensor(sum(loss.item() for loss in step_losses) / len(step_losses))
+
+
+def _loss_graph(step_losses):
+    return sum(step_losses) / len(step_losses)
+
+
+def _loss_sum(step_losses):
+    return torch.stack([loss.detach() for loss in step_losses]).sum()
+
+
+def _loss_cases():
+    def make(seed, steps, dtype=torch.float32):
+        def factory():
+            counting = type("SyncCountingTensor", (_SyncCounter,), {"syncs": 0})
+            gen = torch.Generator().manual_seed(seed)
+            w = torch.randn(3, generator=gen, dtype=dtype, requires_grad=True)
+            x = torch.randn(steps, 3, generator=gen, dtype=dtype)
+            losses = [((x[i] * w).sum() ** 2).as_subclass(counting) for i in range(steps)]
+            return (losses,), {}
+        return factory
+    return [make(0, 4), make(1, 7), make(2, 1), make(3, 5, torch.float64)]  # float64 stays float64
+
+
+def _loss_verify(out, ref, args, kwargs):
+    if _syncs(args):
+        return (f"expected no device -> host copies, found {_syncs(args)} "
+                f"(.item()/float()/.tolist() calls) for {len(args[0])} steps")
+    if not isinstance(out, torch.Tensor):
+        return f"expected a 0-dim tensor, found {describe(out)}"
+    out = out.as_subclass(torch.Tensor)
+    if out.requires_grad:
+        return "expected a detached tensor (requires_grad=False), found one that still holds the graph"
+    return compare_tensors(out, ref.as_subclass(torch.Tensor), name="mean loss")
 
 
 register(Exercise(
-    "11.should_save",
-    "should_save(rank, epoch, every) is True only on rank 0, after every `every`-th epoch "
-    "(epochs count from 0, so with every=2 it saves after epochs 1, 3, 5, ...).",
-    should_save_reference,
-    _save_cases(),
-    _save_verify,
+    "11.mean_epoch_loss",
+    "mean_epoch_loss(step_losses) returns the mean of the per-step loss tensors as a detached "
+    "0-dim tensor in their dtype, without any .item()/float()/.tolist() (each one is a host-device "
+    "sync) and without changing the given tensors.",
+    mean_epoch_loss_reference,
+    _loss_cases(),
+    _loss_verify,
     [
-        Mistake("every rank saves",
-                "all ranks hold identical weights; if each one writes the same file they race "
-                "and can leave a corrupt checkpoint. Only rank 0 writes: test `rank == 0`.",
-                _save_every_rank),
-        Mistake("off by one epoch",
-                "epochs count from 0: after epoch `epoch`, epoch + 1 epochs are done, so test "
-                "(epoch + 1) % every == 0.",
-                _save_off_by_one),
+        Mistake("calls .item() every step (a host-device sync each time)",
+                "keep the values on the device: torch.stack([l.detach() for l in step_losses]).mean(), "
+                "and call .item() once, when you really print.",
+                _loss_items, detect=lambda out, a, k: _syncs(a) > 0),
+        Mistake("keeps the autograd graph (no detach)",
+                "summing the loss tensors themselves keeps every step's graph (and its activations) "
+                "alive: detach each loss before accumulating.",
+                _loss_graph,
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.requires_grad),
+        Mistake("sums instead of averaging",
+                "divide by the number of steps (or use .mean()).",
+                _loss_sum),
     ],
 ))
 
 
-# --- 11.unwrapped_state_dict ----------------------------------------------------------------
+# --- 11.clip_norm ---------------------------------------------------------------------------------
+# An export-ready data-dependent branch with torch.cond.
 
-
-def _ddp_shell(module: nn.Module) -> nn.Module:
-    """A DistributedDataParallel object that only wraps (no process group needed to test saving)."""
-    shell = DistributedDataParallel.__new__(DistributedDataParallel)
-    nn.Module.__init__(shell)
-    shell.module = module
-    return shell
-
-
-def unwrapped_state_dict_reference(model: nn.Module) -> dict[str, torch.Tensor]:
-    inner = model.module if isinstance(model, (DistributedDataParallel, nn.DataParallel)) else model
-    return inner.state_dict()
-
-
-def _unwrap_keeps_prefix(model):
-    return model.state_dict()
-
-
-def _unwrap_always(model):
-    return model.module.state_dict()
-
-
-def _unwrap_by_attribute(model):
-    return getattr(model, "module", model).state_dict()
-
-
-class _HasModuleLayer(nn.Module):
-    """A plain (unwrapped) model that happens to have a layer named ``module``."""
-
-    def __init__(self) -> None:
+class _AsModule(nn.Module):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         super().__init__()
-        self.module = nn.Linear(3, 4)
-        self.head = nn.Linear(4, 1)
+        self.fn = fn
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.module(x)))
+        return self.fn(x)
 
 
-def _unwrap_cases():
-    def make(seed, wrapped):
-        def factory():
-            torch.manual_seed(seed)
-            model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
-            return ((_ddp_shell(model) if wrapped else model),), {}
-        return factory
-    def plain_with_module_layer():
-        torch.manual_seed(3)
-        return (_HasModuleLayer(),), {}
-
-    return [make(0, True), make(1, False), make(2, True), plain_with_module_layer]
+_ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torch.cond branches must "
+               "return new tensors: return v.clone(), not v.")
+_PY_IF_HINT = ("  Hint (Python if on a tensor value): `if x.norm() > 1:` asks for a Python bool, "
+               "which only exists for one concrete input; torch.export cannot record both paths. "
+               "Use torch.cond(pred, true_fn, false_fn, (x,)) (or torch.where for element-wise choices).")
 
 
-def _unwrap_verify(out, ref, args, kwargs):
-    if not isinstance(out, (dict, OrderedDict)):
-        return f"expected a state dict (a dict of tensors), found {describe(out)}"
-    if list(out) != list(ref):
-        return f"expected the keys {list(ref)[:3]}..., found {list(out)[:3]}..."
-    for key in ref:
-        problem = compare_tensors(out[key], ref[key], name=f"entry {key!r}")
-        if problem:
-            return problem
+def _exportable(candidate: Callable[..., Any]) -> str | None:
+    """Export the candidate once; only a data-dependent-branch failure is reported here."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            torch.export.export(_AsModule(candidate), (torch.full((4,), 2.0),))
+    except Exception as exc:  # anything else (stub, learner bug) is reported by the normal run
+        text = f"{type(exc).__name__}: {exc}"
+        if "data-dependent" in text or "GuardOnDataDependent" in text:
+            return ("torch.export failed: your function uses a Python `if` on a tensor "
+                    "value (data-dependent control flow)\n" + _PY_IF_HINT)
+        if "aliasing" in text:
+            return "torch.cond refused your branches: one returns its input tensor itself\n" + _ALIAS_HINT
+    return None
+
+
+def clip_norm_reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+
+
+def _clip_python_if(x):
+    if x.norm() > 1:
+        return x / x.norm()
+    return x.clone()
+
+
+def _clip_swapped(x):
+    return torch.cond(x.norm() > 1, lambda v: v.clone(), lambda v: v / v.norm(), (x,))
+
+
+def _clip_always(x):
+    return x / x.norm()
+
+
+def _clip_alias(x):
+    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v, (x,))
+
+
+def _clip_in_place(x):
+    return torch.cond(x.norm() > 1, lambda v: v.div_(v.norm()), lambda v: v.clone(), (x,))
+
+
+def _clip_cases():
+    def make(seed, scale, n):
+        return lambda: ((scale * torch.randn(n, generator=torch.Generator().manual_seed(seed)),), {})
+    # one shape for every case: torch.cond compiles its branches once per input shape
+    # norm exactly 1 is a boundary where both branches give x itself (">" and ">=" agree there)
+    return [make(0, 3.0, 4), make(1, 0.05, 4), make(2, 10.0, 4), make(3, 0.1, 4),
+            lambda: ((torch.tensor([0.0, 1.0, 0.0, 0.0]),), {})]
+
+
+def _clip_verify(out, ref, args, kwargs):
+    problem = compare_tensors(out, ref)
+    if problem:
+        return f"for an input of norm {args[0].norm():.3g}: {problem}"
+    if out.data_ptr() == args[0].data_ptr():
+        return "expected a new tensor, found the input itself"
     return None
 
 
 register(Exercise(
-    "11.unwrapped_state_dict",
-    "unwrapped_state_dict(model) returns the state dict of the model inside a "
-    "DistributedDataParallel wrapper (keys without the 'module.' prefix), and the plain "
-    "state dict when the model is not wrapped (even when it has a layer named 'module').",
-    unwrapped_state_dict_reference,
-    _unwrap_cases(),
-    _unwrap_verify,
+    "11.clip_norm",
+    "clip_norm(x) returns x / x.norm() when x.norm() > 1 and an unchanged copy of x otherwise, "
+    "written so that torch.export can capture both branches (torch.cond).",
+    clip_norm_reference,
+    _clip_cases(),
+    _clip_verify,
     [
-        Mistake("keeps the 'module.' prefix",
-                "ddp_model.state_dict() names every key 'module.<name>', which a plain model cannot "
-                "load: save ddp_model.module.state_dict() instead.",
-                _unwrap_keeps_prefix),
-        Mistake("fails on an unwrapped model",
-                "a plain nn.Module has no .module: unwrap only a wrapper, model.module if "
-                "isinstance(model, (DistributedDataParallel, nn.DataParallel)) else model.",
-                _unwrap_always, error_match="has no attribute 'module'"),
-        Mistake("unwraps by attribute name (getattr(model, 'module', model))",
-                "getattr(model, 'module', model) also 'unwraps' a plain model that has a layer "
-                "named module, and returns only that layer's weights: test the type instead, "
-                "model.module if isinstance(model, (DistributedDataParallel, nn.DataParallel)) "
-                "else model.",
-                _unwrap_by_attribute),
+        Mistake("Python if on a tensor value",
+                _PY_IF_HINT.split("): ", 1)[1],
+                _clip_python_if),
+        Mistake("always normalises",
+                "vectors with norm <= 1 must come back unchanged: choose between two branches.",
+                _clip_always),
+        Mistake("branches swapped",
+                "torch.cond(pred, true_fn, false_fn, operands): true_fn runs when pred is True, "
+                "i.e. when the norm is larger than 1.",
+                _clip_swapped),
+        Mistake("modifies the input in place inside a branch",
+                "torch.cond branches must not change their inputs: return v / v.norm(), not v.div_(...).",
+                _clip_in_place, error_match="captured completely"),
+        Mistake("returns the input itself from a branch (aliasing)",
+                _ALIAS_HINT.split("): ", 1)[1],
+                _clip_alias, error_match="aliasing"),
     ],
+    inspect=_exportable,
 ))

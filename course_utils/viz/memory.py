@@ -1,4 +1,4 @@
-"""Plots for notebook 07: a training-memory breakdown as stacked bars, activation bytes vs batch size.
+"""Plots for notebook 08: a training-memory breakdown as stacked bars, activation bytes vs batch size.
 
 Example:
     >>> from course_utils.memory import MemoryBreakdown

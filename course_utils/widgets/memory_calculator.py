@@ -1,4 +1,4 @@
-"""Memory calculator for notebook 07: parameters, batch size, precision and optimizer -> breakdown.
+"""Memory calculator for notebook 08: parameters, batch size, precision and optimizer -> breakdown.
 
 The model of memory is the one the notebook measures:
 

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · Checkpointing: save, crash, resume — exactly
+# # 09 · Checkpointing: save, crash, resume — exactly
 #
 # Long training runs get interrupted: a preempted cloud machine, an out-of-memory kill, a power cut,
 # a Ctrl-C. A good checkpoint lets you continue as if nothing had happened — and "as if nothing had
@@ -71,7 +71,7 @@ from course_utils.devices import pick_device
 from course_utils.exercises import check
 
 device = pick_device()
-workdir = Path(tempfile.mkdtemp(prefix="nb08-"))  # every file this notebook writes goes here
+workdir = Path(tempfile.mkdtemp(prefix="nb09-"))  # every file this notebook writes goes here
 print("device:", device)
 
 # %% [markdown]
@@ -218,7 +218,7 @@ print("payload after loading:", loaded["payload"])  # None: print(...) was calle
 # | `model.state_dict()` | parameters and buffers |
 # | `optimizer.state_dict()` | Adam's per-parameter moments `exp_avg`, `exp_avg_sq`, its `step` count, and the current learning rate (it lives in `param_groups`) |
 # | `scheduler.state_dict()` | where the LR schedule is (`last_epoch` counts scheduler steps) |
-# | `scaler.state_dict()` | with fp16 AMP: `GradScaler`'s current loss scale (notebook 07) |
+# | `scaler.state_dict()` | with fp16 AMP: `GradScaler`'s current loss scale (notebook 08) |
 # | epoch, step, best metric | loop counters, and what "best" means so far |
 # | RNG states | torch (CPU and each GPU), NumPy, Python `random`, and the DataLoader's `torch.Generator` |
 #
@@ -251,7 +251,7 @@ print(f"lr now {group['lr']:.4g} (schedule starts at {group['initial_lr']:.4g}, 
 print("scheduler steps taken:", run.scheduler.state_dict()["last_epoch"])
 
 # %% [markdown]
-# With fp16 mixed precision on a GPU (notebook 07) the `GradScaler`'s state belongs in the checkpoint
+# With fp16 mixed precision on a GPU (notebook 08) the `GradScaler`'s state belongs in the checkpoint
 # too: its current loss scale took many steps to find. Everything together, as
 # `course_utils.checkpoint.make_checkpoint` builds it:
 
@@ -370,7 +370,7 @@ def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, b
 
 
 # %%
-check("08.save_checkpoint", save_checkpoint)
+check("09.save_checkpoint", save_checkpoint)
 
 
 # %% [markdown]
@@ -398,7 +398,7 @@ def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="
 
 
 # %%
-check("08.load_checkpoint", load_checkpoint)
+check("09.load_checkpoint", load_checkpoint)
 
 # %% [markdown]
 # ## 6. The proof: interrupt, resume from nothing but the file, compare
@@ -480,7 +480,7 @@ print("parameters identical to the uninterrupted run (torch.equal):", identical)
 #   sampler level (iterate the batch sampler, which loads nothing), or restore the global RNG states
 #   saved at the interruption *after* skipping;
 # - the resumed run uses the same number of threads (1 here and in `resume_demo`): sums split over
-#   several threads can round differently (notebook 09), which is "equal to 1e-7", not bit-equal.
+#   several threads can round differently (notebook 10), which is "equal to 1e-7", not bit-equal.
 #
 # ## 7. What a partial resume costs
 #
@@ -597,7 +597,7 @@ def latest_checkpoint(folder):
 
 
 # %%
-check("08.latest_checkpoint", latest_checkpoint)
+check("09.latest_checkpoint", latest_checkpoint)
 
 # %% [markdown]
 # ## 9. `map_location`: loading on another device
@@ -695,7 +695,7 @@ ClassifierV2(hidden=16).load_state_dict(renamed, strict=False)
 
 # %% [markdown]
 # A very common mismatch: wrappers add a prefix to every key. `nn.DataParallel` and
-# `DistributedDataParallel` (notebook 11) keep your model as `.module`, so their keys start with
+# `DistributedDataParallel` (notebook 13) keep your model as `.module`, so their keys start with
 # `module.`; a model returned by `torch.compile` keeps it as `._orig_mod`, so its keys start with
 # `_orig_mod.`. Load such a file into the bare model and *every* key is missing and unexpected.
 
@@ -728,7 +728,7 @@ def clean_state_dict(state_dict):
 
 
 # %%
-check("08.clean_state_dict", clean_state_dict)
+check("09.clean_state_dict", clean_state_dict)
 
 # %% [markdown]
 # ## Key points

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 09 · Debugging and reproducibility
+# # 10 · Debugging and reproducibility
 #
 # A training run that gives different numbers every time cannot be debugged, and a run that
 # quietly learns nothing wastes hours before anyone notices. This notebook first makes runs
@@ -847,7 +847,7 @@ def seed_everything(seed: int) -> torch.Generator:
 
 
 # %%
-check("09.seed_everything", seed_everything)
+check("10.seed_everything", seed_everything)
 
 
 # %% [markdown]
@@ -886,7 +886,7 @@ def nonfinite_layers(model: nn.Module, x: torch.Tensor) -> list[str]:
 
 
 # %%
-check("09.nonfinite_layers", nonfinite_layers)
+check("10.nonfinite_layers", nonfinite_layers)
 
 # %% [markdown]
 # ### Exercise 3 — `fix_train_step`
@@ -937,7 +937,7 @@ def fix_train_step(model: nn.Module, batch, optimizer: torch.optim.Optimizer, lo
 
 
 # %%
-check("09.fix_train_step", fix_train_step)
+check("10.fix_train_step", fix_train_step)
 
 # %% [markdown]
 # ## Key points

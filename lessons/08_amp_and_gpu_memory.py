@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 07 · AMP and GPU memory: where the bytes go, and how to need fewer
+# # 08 · AMP and GPU memory: where the bytes go, and how to need fewer
 #
 # "CUDA out of memory" surprises almost everyone the first time: the model file is a few dozen
 # megabytes, the GPU has gigabytes, and training still does not fit. The parameters are rarely
@@ -165,7 +165,7 @@ def training_memory(model: nn.Module, optimizer: str, dtype: torch.dtype) -> dic
 
 
 # %%
-check("07.training_memory", training_memory)
+check("08.training_memory", training_memory)
 
 # %% [markdown]
 # ### 1.2 Predicted before, measured after: they agree to the byte
@@ -254,7 +254,7 @@ def saved_activation_bytes(model: nn.Module, x: torch.Tensor) -> int:
 
 
 # %%
-check("07.saved_activation_bytes", saved_activation_bytes)
+check("08.saved_activation_bytes", saved_activation_bytes)
 
 # %% [markdown]
 # ### 2.1 Activation memory grows with the batch
@@ -616,7 +616,7 @@ def amp_train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn, 
 
 
 # %%
-check("07.amp_train_step", amp_train_step)
+check("08.amp_train_step", amp_train_step)
 
 # %% [markdown]
 # ## 6. Speed and memory, measured on this machine
@@ -980,4 +980,4 @@ if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()"):
 # - PyTorch docs: *CUDA semantics*, section *Memory management* (caching allocator,
 #   `empty_cache`, `max_memory_allocated`), and *Understanding CUDA Memory Usage*.
 # - Micikevicius et al., *Mixed Precision Training* (ICLR 2018): the loss-scaling idea.
-# - Next: `08_checkpointing.ipynb`.
+# - Next: `09_checkpointing.ipynb`.

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · Performance, `torch.compile` and export
+# # 11 · Performance, `torch.compile` and export
 #
 # "Make it faster" starts with "measure where the time goes": a training step is data loading,
 # forward, backward and the optimizer, and the slow part is often not the one you would guess.
@@ -71,7 +71,7 @@ from course_utils.profiling import capture_messages, device_sync, quiet_backend_
 
 quiet_backend_logs()  # a CUDA build on a machine without a GPU logs harmless start-up notices
 device = pick_device()
-workdir = Path(tempfile.mkdtemp(prefix="nb10-"))  # every file this notebook writes goes here
+workdir = Path(tempfile.mkdtemp(prefix="nb11-"))  # every file this notebook writes goes here
 print("device:", device)
 
 
@@ -111,7 +111,7 @@ def time_it(fn, warmup: int = 2, repeats: int = 10, sync=None, clock=time.perf_c
 
 
 # %%
-check("10.time_it", time_it)
+check("11.time_it", time_it)
 
 # %% [markdown]
 # From here on the notebook uses the same function from `course_utils.profiling` (it has exactly
@@ -319,7 +319,7 @@ def mean_epoch_loss(step_losses: list[torch.Tensor]) -> torch.Tensor:
 
 
 # %%
-check("10.mean_epoch_loss", mean_epoch_loss)
+check("11.mean_epoch_loss", mean_epoch_loss)
 
 # %% [markdown]
 # ## 4. `torch.compile`, measured honestly
@@ -538,7 +538,7 @@ def clip_norm(x: torch.Tensor) -> torch.Tensor:
 
 
 # %%
-check("10.clip_norm", clip_norm)
+check("11.clip_norm", clip_norm)
 
 # %% [markdown]
 # ## Key points
@@ -562,4 +562,4 @@ check("10.clip_norm", clip_norm)
 # - PyTorch docs: *torch.onnx* (the `dynamo=True` exporter; needs `onnx` and `onnxscript`, with
 #   ONNX Runtime for a parity check — not installed in this course).
 # - PyTorch docs: *CUDA semantics* (asynchronous execution, `torch.cuda.set_sync_debug_mode`).
-# - Next: `11_distributed_data_parallel.ipynb`.
+# - Next: `13_distributed_data_parallel.ipynb`.

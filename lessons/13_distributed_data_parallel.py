@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # 11 · Distributed data parallel: many processes, one model
+# # 13 · Distributed data parallel: many processes, one model
 #
 # When one device is too slow for your data, you can run **several copies of the same training
 # script**, one per GPU (or CPU process), each on a different slice of every batch, and keep the
@@ -60,7 +60,7 @@ from torch.utils.data import DistributedSampler
 import course_utils.distributed as ddp_lab
 from course_utils.exercises import check
 
-workdir = Path(tempfile.mkdtemp(prefix="nb11-"))  # every file this notebook writes goes here
+workdir = Path(tempfile.mkdtemp(prefix="nb13-"))  # every file this notebook writes goes here
 
 
 # %% [markdown]
@@ -123,7 +123,7 @@ def average_gradients(per_rank: list[list[torch.Tensor]]) -> list[list[torch.Ten
 
 
 # %%
-check("11.average_gradients", average_gradients)
+check("13.average_gradients", average_gradients)
 
 # %% [markdown]
 # ## 2. Sharding the data: `DistributedSampler`
@@ -181,7 +181,7 @@ def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
 
 
 # %%
-check("11.shard_indices", shard_indices)
+check("13.shard_indices", shard_indices)
 
 # %% [markdown]
 # ## 3. Real processes, launched from this notebook
@@ -327,7 +327,7 @@ def should_save(rank: int, epoch: int, every: int) -> bool:
 
 
 # %%
-check("11.should_save", should_save)
+check("13.should_save", should_save)
 
 
 # %% [markdown]
@@ -349,7 +349,7 @@ def unwrapped_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 # %%
-check("11.unwrapped_state_dict", unwrapped_state_dict)
+check("13.unwrapped_state_dict", unwrapped_state_dict)
 
 # %% [markdown]
 # ## 6. When a worker crashes
@@ -470,4 +470,4 @@ assert not leftover
 # - PyTorch docs: *Multiprocessing best practices* (spawn and importable functions).
 # - PyTorch tutorials: *Getting Started with Distributed Data Parallel*, *Getting Started with
 #   Fully Sharded Data Parallel (FSDP2)*.
-# - Previous: `10_performance_compile_export.ipynb`.
+# - Previous: `11_performance_compile_export.ipynb`.
