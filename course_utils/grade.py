@@ -102,15 +102,10 @@ class ExerciseCell:
     solution_index: int | None
 
 
-def check_call(source: str) -> tuple[str, str] | None:
-    """``(exercise_id, function_name)`` when a cell is exactly one ``check("id", name)`` call."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+def _as_check(node: ast.stmt) -> tuple[str, str] | None:
+    if not isinstance(node, ast.Expr):
         return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
-        return None
-    call = tree.body[0].value
+    call = node.value
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "check"
             and len(call.args) == 2 and not call.keywords):
         return None
@@ -121,10 +116,37 @@ def check_call(source: str) -> tuple[str, str] | None:
     return exercise_id.value, function.id
 
 
-def _defines(source: str, name: str) -> bool:
+def _parse(source: str) -> ast.Module | None:
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        return ast.parse(source)
+    except SyntaxError:  # IPython magics, or a learner's unfinished code
+        return None
+
+
+def check_call(source: str) -> tuple[str, str] | None:
+    """``(exercise_id, function_name)`` when a cell is exactly one ``check("id", name)`` call."""
+    tree = _parse(source)
+    if tree is None or len(tree.body) != 1:
+        return None
+    return _as_check(tree.body[0])
+
+
+def final_check(source: str) -> tuple[str, str, int] | None:
+    """``(exercise_id, function_name, line)`` when a cell *ends* with a ``check("id", name)`` call.
+
+    >>> final_check('def f(x):\\n    return x\\n\\n\\ncheck("00.f", f)')
+    ('00.f', 'f', 5)
+    """
+    tree = _parse(source)
+    if tree is None or not tree.body:
+        return None
+    found = _as_check(tree.body[-1])
+    return (*found, tree.body[-1].lineno) if found else None
+
+
+def _defines(source: str, name: str) -> bool:
+    tree = _parse(source)
+    if tree is None:
         return re.search(rf"^\s*def {re.escape(name)}\b", source, re.M) is not None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
@@ -137,8 +159,9 @@ def _defines(source: str, name: str) -> bool:
 def exercise_cells(cells: Sequence[tuple[str, str]]) -> list[ExerciseCell]:
     """The graded exercises of a lesson's cells ``(cell_type, source)``, in notebook order.
 
-    A graded exercise is a cell that is exactly ``check("id", name)`` where ``name`` is defined in
-    an earlier cell holding ``### BEGIN SOLUTION``. A ``check`` of some other function (a
+    A graded exercise is a ``check("id", name)`` call, the last statement of its cell, where
+    ``name`` is defined in a cell holding ``### BEGIN SOLUTION``: that cell itself (then
+    ``check_index == solution_index``) or an earlier one. A ``check`` of some other function (a
     demonstration of a wrong answer) is not graded.
     """
     found: list[ExerciseCell] = []
@@ -146,11 +169,12 @@ def exercise_cells(cells: Sequence[tuple[str, str]]) -> list[ExerciseCell]:
     for index, (cell_type, source) in enumerate(cells):
         if cell_type != "code":
             continue
-        call = check_call(source)
+        ending = final_check(source)
+        call = ending[:2] if ending else None
         if call is None or call[0] in seen:
             continue
         exercise_id, function = call
-        solution = next((i for i in range(index - 1, -1, -1)
+        solution = next((i for i in range(index, -1, -1)
                          if cells[i][0] == "code" and _SOLUTION in cells[i][1] and _defines(cells[i][1], function)),
                         None)
         if solution is not None:
@@ -159,11 +183,17 @@ def exercise_cells(cells: Sequence[tuple[str, str]]) -> list[ExerciseCell]:
     return found
 
 
+def runs_check(source: str, exercise: ExerciseCell) -> bool:
+    """True when a (submitted) cell is, or ends with, this exercise's ``check`` call."""
+    ending = final_check(source)
+    return ending is not None and ending[:2] == (exercise.exercise_id, exercise.function)
+
+
 def _own_checks(cells: Sequence[tuple[str, str]]) -> list[ExerciseCell]:
     """Without a lesson: the notebook's ``check("NN.name", name)`` cells (function named like the id)."""
     found: list[ExerciseCell] = []
     for index, (cell_type, source) in enumerate(cells):
-        call = check_call(source) if cell_type == "code" else None
+        call = final_check(source) if cell_type == "code" else None
         if call and call[0].split(".", 1)[-1] == call[1] and call[0] not in {e.exercise_id for e in found}:
             found.append(ExerciseCell(call[0], call[1], index, None))
     return found
@@ -269,7 +299,7 @@ def grade_notebook(path: Path, label: str | None = None, *, timeout: int = DEFAU
     after: dict[int, list[ExerciseCell]] = {}
     for exercise in expected:
         own = [i for i, (kind, source) in enumerate(cells)
-               if kind == "code" and check_call(source) == (exercise.exercise_id, exercise.function)]
+               if kind == "code" and runs_check(source, exercise)]
         after.setdefault(own[0] if own else len(cells), []).append(exercise)
     results: dict[str, Row] = {}
     rows: list[Row] = []

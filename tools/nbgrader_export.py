@@ -1,0 +1,239 @@
+"""Export the lessons as an nbgrader course folder: ``make nbgrader`` (``python -m tools.nbgrader_export``).
+
+For every ``lessons/NN_topic.py`` it writes ``<out>/source/NN_topic/NN_topic.ipynb`` (default
+``build/nbgrader``, which git ignores) and ``<out>/nbgrader_config.py``:
+
+* a cell holding ``### BEGIN SOLUTION`` / ``### END SOLUTION`` becomes an nbgrader **solution**
+  cell (nbgrader uses the same markers; ``generate_assignment`` puts its stub in their place). The
+  comment lines of the lesson's own ``### BEGIN STUB`` block (hints for the learner) are kept above
+  the solution, its code is replaced by the stub of ``nbgrader_config.py``;
+* each exercise's ``check("NN.name", name)`` cell becomes an **autograded test** cell worth
+  ``--points`` points: it shows the check's feedback and raises ``AssertionError`` unless the check
+  says ``[OK]``;
+* every other cell (text, demonstrations, the bootstrap) is **locked** (read-only).
+
+``nbgrader_config.py`` raises nbgrader's per-cell timeout (30 s by default; notebook 11 compiles),
+gives nbgrader's kernels the course's test environment (network guard, fixed hash seed) and puts
+this checkout on their ``PYTHONPATH`` so they import its ``course_utils``.
+
+Then, in ``build/nbgrader``: ``nbgrader generate_assignment 03_autograd``, release, collect, and
+``nbgrader autograde 03_autograd`` (see docs/instructors.md).
+
+Example:
+    >>> print(nbgrader_source('''def f(x):
+    ...     ### BEGIN SOLUTION
+    ...     return 2 * x
+    ...     ### END SOLUTION
+    ...     ### BEGIN STUB
+    ...     # # double it
+    ...     # raise NotImplementedError("f: your code here")
+    ...     ### END STUB'''))
+    def f(x):
+        # double it
+        ### BEGIN SOLUTION
+        return 2 * x
+        ### END SOLUTION
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import copy
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from course_utils.grade import COURSE_ROOT, exercise_cells, final_check
+from tools.authoring import DEFAULT_STUB, LESSONS, AuthoringError, lesson_paths, learner_source, solution_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "build" / "nbgrader"
+#: Seconds per cell for nbgrader's kernels. The slowest cell of the course (notebook 11's first
+#: ``torch.compile`` of a training step) takes about 10-20 s on an idle 2-core machine, several times
+#: that on a loaded one; nbgrader's own default is 30 s.
+DEFAULT_TIMEOUT = 180
+SCHEMA_VERSION = 3
+
+_BEGIN_SOL = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$")
+_END_SOL = re.compile(r"^\s*### END SOLUTION\s*$")
+_BEGIN_STUB = re.compile(r"^\s*### BEGIN STUB\s*$")
+_END_STUB = re.compile(r"^\s*### END STUB\s*$")
+
+CONFIG = '''\
+# nbgrader configuration of the course's export (written by `make nbgrader`; edit freely).
+import os
+import sys
+
+c = get_config()  # noqa: F821 (nbgrader provides it)
+c.CourseDirectory.course_id = {course_id!r}
+# The learner's placeholder that `nbgrader generate_assignment` puts where a solution was.
+c.ClearSolutions.code_stub = {{"python": {stub!r}}}
+# Seconds per cell when nbgrader executes a notebook (autograde, validate). nbgrader's default is
+# 30 s; notebook 11's first torch.compile of a training step needs more on a busy machine.
+c.Execute.timeout = {timeout}
+
+# nbgrader's kernels get the course's test environment: the network guard, a fixed hash seed,
+# and this checkout's course_utils first on the path (the folder below, if it still exists).
+COURSE = {course!r}
+if os.path.isfile(os.path.join(COURSE, "course_utils", "__init__.py")):
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (COURSE, os.environ.get("PYTHONPATH", "")) if p)
+    sys.path.insert(0, COURSE)
+try:
+    from course_utils.netguard import kernel_env
+except ImportError:  # course_utils is not installed here: kernels run without the guard
+    pass
+else:
+    os.environ.update(kernel_env())
+'''
+
+
+def nbgrader_source(source: str) -> str:
+    """A solution cell as nbgrader's source wants it: the lesson's stub blocks out, their hints kept.
+
+    The comment lines of a ``### BEGIN STUB`` block go above the solution they follow; its code
+    lines are left to nbgrader's stub (``ClearSolutions.code_stub``).
+    """
+    learner_source(source)  # raises AuthoringError for malformed markers
+    lines = source.split("\n")
+    out: list[str] = []
+    begin_at = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _BEGIN_SOL.match(line):
+            begin_at = len(out)
+        if _BEGIN_STUB.match(line):
+            hints = []
+            i += 1
+            while not _END_STUB.match(lines[i]):
+                stripped = lines[i].lstrip()
+                lead = lines[i][: len(lines[i]) - len(stripped)]
+                code = stripped[2:] if stripped.startswith("# ") else stripped[1:] if stripped.startswith("#") else stripped
+                if code.lstrip().startswith("#"):
+                    hints.append(lead + code)
+                i += 1
+            out[begin_at:begin_at] = hints
+            i += 1
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+def autograde_source(exercise_id: str, function: str) -> str:
+    """The autograded test cell of one exercise: the check's feedback, and an error unless ``[OK]``."""
+    return (f"# Autograded: full points when the check says [OK].\n"
+            f"from course_utils.exercises import check\n\n"
+            f"check_result = check({json.dumps(exercise_id)}, {function})\n"
+            f"display(check_result)\n"
+            f"assert check_result.passed, f\"{exercise_id}: {{check_result.status.upper()}} (see the feedback above)\"")
+
+
+def grade_id(exercise_id: str, role: str) -> str:
+    """nbgrader's id of an exercise's cell (letters, digits, ``_`` and ``-`` only): ``03_gradient_at-check``."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", exercise_id) + "-" + role
+
+
+def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
+          points: float | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked,
+                            "schema_version": SCHEMA_VERSION, "solution": solution, "task": False}
+    if grade:
+        meta["points"] = points
+    return meta
+
+
+def nbgrader_notebook(lesson: Path, points: float = 1) -> Any:
+    """The nbgrader source notebook of one lesson (solution, test and locked cells)."""
+    import nbformat
+
+    nb = solution_notebook(lesson)
+    exercises = exercise_cells([(c.cell_type, c.source) for c in nb.cells])
+    by_check = {e.check_index: e for e in exercises}
+    by_solution = {e.solution_index: e for e in exercises}
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        cell.metadata = copy.deepcopy(dict(cell.metadata))
+        exercise = by_check.get(index)
+        test = None
+        if exercise is not None:
+            test = nbformat.v4.new_code_cell(autograde_source(exercise.exercise_id, exercise.function))
+            test.pop("id", None)
+            test.metadata["nbgrader"] = _meta(grade_id(exercise.exercise_id, "check"), grade=True, locked=True,
+                                              points=points)
+            # The check moves to a test cell; what came before it in its cell (the solution, an
+            # import) stays where it was.
+            line = final_check(cell.source)[2]
+            cell.source = "\n".join(cell.source.split("\n")[: line - 1]).rstrip()
+            if not cell.source.strip():
+                cells.append(test)
+                continue
+        if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source:
+            answer = by_solution.get(index)
+            cell.source = nbgrader_source(cell.source)
+            name = grade_id(answer.exercise_id, "answer") if answer else f"cell-{index:03d}-answer"
+            cell.metadata["nbgrader"] = _meta(name, solution=True)
+        else:
+            cell.metadata["nbgrader"] = _meta(f"cell-{index:03d}", locked=True)
+        cells.append(cell)
+        if test is not None:
+            cells.append(test)
+    nb.cells = cells
+    nb.metadata["course"]["nbgrader"] = {"points": points * len(exercises),
+                                         "exercises": [e.exercise_id for e in exercises]}
+    return nb
+
+
+def export(out: Path = DEFAULT_OUT, names: list[str] | None = None, points: float = 1,
+           timeout: int = DEFAULT_TIMEOUT, lessons_dir: Path = LESSONS) -> list[Path]:
+    """Write the course folder; returns the notebooks written."""
+    import nbformat
+
+    lessons = lesson_paths(names, lessons_dir)
+    written = []
+    for lesson in lessons:
+        nb = nbgrader_notebook(lesson, points)
+        target = out / "source" / lesson.stem / f"{lesson.stem}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
+        written.append(target)
+    (out / "nbgrader_config.py").write_text(CONFIG.format(course_id="pytorch-inside", stub=DEFAULT_STUB,
+                                                          timeout=timeout, course=str(COURSE_ROOT)))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.nbgrader_export", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("names", nargs="*", help="lesson prefixes such as 03 or 03_autograd (default: all)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="the nbgrader course folder to write")
+    parser.add_argument("--points", type=float, default=1, help="points per exercise")
+    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT,
+                        help="nbgrader's time limit per cell in seconds (c.Execute.timeout)")
+    args = parser.parse_args(argv)
+    if args.points <= 0 or args.timeout < 1:
+        parser.error("--points must be positive and --timeout at least 1")
+    try:
+        written = export(Path(args.out), args.names, args.points, args.timeout)
+    except AuthoringError as exc:
+        print(f"malformed solution markers: {exc}", file=sys.stderr)
+        return 1
+    if not written:
+        print(f"no lesson in lessons/ matches {args.names}", file=sys.stderr)
+        return 2
+    total = 0
+    for path in written:
+        import nbformat
+
+        info = nbformat.read(path, as_version=4).metadata["course"]["nbgrader"]
+        total += len(info["exercises"])
+        print(f"wrote {path} ({len(info['exercises'])} autograded exercises, {info['points']:g} points)")
+    print(f"{len(written)} assignments, {total} autograded exercises; nbgrader course folder: {args.out} "
+          f"(cd there, then `nbgrader generate_assignment NN_topic`)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
