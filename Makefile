@@ -27,7 +27,7 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab work reset test lint unit notebooks bench mutation clean
+.PHONY: lab work reset test lint unit notebooks bench mutation nbgrader clean
 LINTED := course_utils tools tests benchmarks lessons conftest.py
 
 $(STAMP): requirements.txt pyproject.toml
@@ -75,6 +75,20 @@ unit: $(STAMP)
 # `make notebooks NB=01` limits it to one lesson (both notebooks).
 notebooks: $(STAMP)
 	$(BIN)/python -m tools.authoring build $(NB)
+
+# Instructors (docs/instructors.md): nbgrader, from requirements-instructor.txt, for `make test` too.
+INSTRUCTOR_STAMP := $(VENV)/.installed-instructor
+$(INSTRUCTOR_STAMP): $(STAMP) requirements-instructor.txt
+	$(BIN)/python -m pip install -r requirements-instructor.txt
+	touch $(INSTRUCTOR_STAMP)
+test unit: $(INSTRUCTOR_STAMP)
+
+# An nbgrader course folder from lessons/: $(NBGRADER_DIR)/source/NN_topic/NN_topic.ipynb (git ignores build/).
+# `make nbgrader NB=03` exports one lesson; NBGRADER_ARGS="--points 2 --timeout 300".
+NBGRADER_DIR ?= build/nbgrader
+NBGRADER_ARGS ?=
+nbgrader: $(INSTRUCTOR_STAMP)
+	$(BIN)/python -m tools.nbgrader_export --out $(NBGRADER_DIR) $(NBGRADER_ARGS) $(NB)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_notebooks.py
