@@ -428,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Columns: submission, exercise, status (OK, FAIL, TODO, or ERROR: not graded), the first line "
                "of the check's message, seconds the check took. Rows with exercise '(notebook)' describe the "
                "notebook itself (a cell that raised, a timeout, a dead kernel, invalid JSON). Exit status: 0 "
-               "when the CSV is written (whatever the grades), 2 for bad arguments. Example: "
+               "when the CSV is written (whatever the grades; with --require-ok: 1 unless all are OK), 2 for "
+               "bad arguments. Example: "
                "python -m course_utils.grade submissions/ --out grades.csv",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("submissions", nargs="+", metavar="SUBMISSION",
@@ -439,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(notebook 11 compiles: keep at least 60)")
     parser.add_argument("--lessons", default=str(DEFAULT_LESSONS), metavar="DIR",
                         help="the lessons/ folder that says which exercises each notebook has")
+    parser.add_argument("--require-ok", action="store_true",
+                        help="exit with status 1 unless every exercise of every submission is OK (for CI, "
+                             "e.g. a GitHub Classroom test)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="submissions graded at the same time (one kernel each, about 0.8-1.2 GB of memory)")
     args = parser.parse_args(argv)
@@ -477,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     write_csv(rows, out)
     print(f"{len(submissions)} submission(s), {len(rows)} row(s): {_summary(rows, time.perf_counter() - start)}; "
           f"wrote {out}")
+    if args.require_ok:
+        missing = [r for r in rows if r.status != "OK"]
+        for row in missing:
+            print(f"not OK: {row.submission} {row.exercise}: {row.status} {row.message}", file=sys.stderr)
+        return 1 if missing else 0
     return 0
 
 

@@ -126,6 +126,17 @@ def test_a_timeout_and_a_dead_kernel_stop_only_their_submission(tmp_path) -> Non
     assert {r.status for r in graded} == {"ERROR"} and all(r.message.startswith("not graded: stopped") for r in graded)
 
 
+def test_require_ok_fails_a_broken_submission_without_a_kernel(tmp_path, capsys) -> None:
+    broken = tmp_path / "alice" / f"{LESSON}.ipynb"
+    broken.parent.mkdir()
+    broken.write_text("not json")
+    out = tmp_path / "grades.csv"
+    assert grade.main([str(broken), "--out", str(out)]) == 0
+    assert grade.main([str(broken), "--out", str(out), "--require-ok"]) == 1
+    assert "not OK:" in capsys.readouterr().err
+    assert [r["status"] for r in _rows(out)] == ["ERROR"] * 4
+
+
 def test_bad_arguments_get_clear_messages(tmp_path, capsys) -> None:
     def fails(*args: str) -> str:
         with pytest.raises(SystemExit) as exc:
