@@ -408,7 +408,11 @@ def write_csv(rows: Iterable[Row], out: Path) -> None:
 def _grade_one(args: tuple[str, int, str]) -> tuple[list[Row], float]:
     path, timeout, lessons = args
     start = time.perf_counter()
-    rows = grade_notebook(Path(path), path, timeout=timeout, lessons=Path(lessons))
+    try:
+        rows = grade_notebook(Path(path), path, timeout=timeout, lessons=Path(lessons))
+    except Exception as exc:  # a bug of the grader itself: still one row, and the other submissions go on
+        rows = [Row(path, NOTEBOOK_ROW, "ERROR", first_line(f"the grader failed on this submission: "
+                                                            f"{type(exc).__name__}: {exc}"))]
     return rows, time.perf_counter() - start
 
 
