@@ -1,5 +1,5 @@
 """Checkers of notebook 07 (generalisation), in notebook order: ``07.param_groups``, ``07.early_stopping``,
-``07.warmup_cosine``.
+``07.warmup_cosine``. The reference solutions are the packaged helpers of :mod:`course_utils.generalisation`.
 
 * ``07.param_groups`` reads the groups the candidate returns parameter by parameter (by identity, not by
   name), so a group that holds copies, names, a set, a parameter twice (tied weights) or a frozen one is
@@ -25,31 +25,14 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.generalisation import NORM_LAYERS
+from course_utils.generalisation import early_stopping as early_stopping_reference
+from course_utils.generalisation import param_groups as param_groups_reference
+from course_utils.generalisation import warmup_cosine as warmup_cosine_reference
 
 # --- 07.param_groups ------------------------------------------------------------------------------
 
-#: The normalisation layers of the task (BatchNorm and InstanceNorm share the base class _NormBase).
-NORM_LAYERS: tuple[type[nn.Module], ...] = (
-    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm,
-    nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d,
-    nn.LayerNorm, nn.GroupNorm, nn.RMSNorm,
-)
 _ADAMW_DEFAULT = 0.01  # what AdamW gives a group without a "weight_decay" key
-
-
-def param_groups_reference(model: nn.Module, weight_decay: float) -> list[dict]:
-    decay, no_decay, seen = [], [], set()
-    for module in model.modules():
-        for name, param in module.named_parameters(recurse=False):
-            if not param.requires_grad or id(param) in seen:
-                continue
-            seen.add(id(param))
-            if isinstance(module, NORM_LAYERS) or name == "bias":
-                no_decay.append(param)
-            else:
-                decay.append(param)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
 
 
 class TinyMLP(nn.Module):
@@ -589,23 +572,6 @@ class ScriptedTraining:
         return self.losses[self.epochs - 1]
 
 
-def early_stopping_reference(model: nn.Module, train_epoch, validate, max_epochs: int, patience: int,
-                             min_delta: float = 0.0) -> int:
-    best_loss, best_epoch, best_state, bad_epochs = math.inf, 0, None, 0
-    for epoch in range(1, max_epochs + 1):
-        train_epoch(model)
-        val_loss = validate(model)
-        if val_loss < best_loss - min_delta:
-            best_loss, best_epoch, bad_epochs = val_loss, epoch, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            bad_epochs += 1
-            if bad_epochs >= patience:
-                break
-    model.load_state_dict(best_state)
-    return best_epoch
-
-
 def _stopping_cases():
     def case(seed: int, losses: list[float], patience: int, min_delta: float = 0.0,
              max_epochs: int | None = None):
@@ -624,8 +590,8 @@ def _stopping_cases():
         case(1, [2.0, 1.5, 1.6, 1.4, 1.45, 1.42, 1.3, 1.35, 1.36, 1.33, 1.0, 0.9], patience=3),
         # a tie is not an improvement (best 2, stop after 4)
         case(3, [1.0, 0.5, 0.5, 0.5, 0.4, 0.3], patience=2),
-        # min_delta=0.05: 0.97, 0.96 and 0.95 are not improvements on 1.0 (best 1, stop after 4)
-        case(2, [1.0, 0.97, 0.96, 0.95, 0.92, 0.93, 0.5, 0.52, 0.53, 0.54, 0.55, 0.3], patience=3, min_delta=0.05),
+        # min_delta=0.05: 0.97, 0.96 and 0.951 are not improvements on 1.0 (best 1, stop after 4)
+        case(2, [1.0, 0.97, 0.96, 0.951, 0.92, 0.93, 0.5, 0.52, 0.53, 0.54, 0.55, 0.3], patience=3, min_delta=0.05),
         # it always improves: all max_epochs epochs run, the last is the best
         case(4, [1.0, 0.9, 0.8, 0.7], patience=2),
         # patience 1: stop at the first epoch without improvement (best 2, stop after 3)
@@ -828,13 +794,6 @@ register(Exercise(
 
 # --- 07.warmup_cosine -----------------------------------------------------------------------------
 
-def warmup_cosine_reference(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int):
-    sched = torch.optim.lr_scheduler
-    warmup = sched.LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
-    cosine = sched.CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps)
-    return sched.SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps])
-
-
 def _warmup_cases():
     def case(lrs: tuple[float, ...], warmup_steps: int, total_steps: int):
         def factory():
@@ -907,13 +866,13 @@ def _warmup_variant(*, start: str = "1/w", milestone: int = 0, t_max_total: bool
                     warm: bool = True, step_inside: bool = False):
     def warmup_cosine(optimizer, warmup_steps, total_steps):
         sched = torch.optim.lr_scheduler
+        if not warm:
+            return sched.CosineAnnealingLR(optimizer, T_max=total_steps)
         factor = 1 / warmup_steps if start == "1/w" else float(start)
         warmup = sched.LinearLR(optimizer, start_factor=factor, total_iters=warmup_steps + total_iters)
         t_max = total_steps if t_max_total else total_steps - warmup_steps
         cosine = sched.CosineAnnealingLR(optimizer, T_max=t_max)
-        if not warm:
-            scheduler = cosine
-        elif chained:
+        if chained:
             scheduler = sched.ChainedScheduler([warmup, cosine])
         else:
             parts = [warmup, cosine] if order == "warmup first" else [cosine, warmup]
