@@ -630,4 +630,4 @@ assert cnn_acc > results["MLP, 64 hidden units"][1] + 0.3
 # - PyTorch docs: *torch.nn.utils.clip_grad_norm_* and *torch.inference_mode*.
 # - PyTorch docs: *torch.optim.Optimizer.zero_grad* (`set_to_none`).
 # - PyTorch tutorial: *Training a Classifier* (the CIFAR-10 version of this notebook's loop).
-# - Next: `08_amp_and_gpu_memory.ipynb`.
+# - Next: `07_generalisation.ipynb`.

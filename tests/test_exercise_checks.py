@@ -74,6 +74,11 @@ REQUIRED: dict[str, list[str]] = {
     "13.average_gradients": ["sums without dividing"],
     "13.should_save": ["every rank saves"],
     "13.unwrapped_state_dict": ["'module.' prefix", "getattr"],
+    "07.param_groups": ["biases decayed", "norm weights decayed", "norm layer found by its name",
+                        "parameters missing", "tied parameters listed twice", "frozen parameters included",
+                        "embedding excluded"],
+    "07.early_stopping": ["without a copy", "never loaded back", "`>` instead of `>=`", "min_delta"],
+    "07.warmup_cosine": ["start_factor=0", "milestone", "T_max", "ChainedScheduler"],
 }
 
 
