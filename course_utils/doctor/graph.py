@@ -17,15 +17,15 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
-import torch
+
+from .records import GraphInfo
 
 #: Operations that only move, copy or reshape values: the doctor looks through them.
 _PASS_THROUGH = re.compile(
     r"^(View|Reshape|ReshapeAlias|UnsafeView|Squeeze|Unsqueeze|Transpose|Permute|T|Clone|ToCopy|Select|"
-    r"Slice|AsStrided|Expand|Clamp|ClampMin|ClampMax|Flatten|Contiguous|Alias|Index)Backward\d*$")
+    r"Slice|AsStrided|Expand|Clamp|ClampMin|ClampMax|Flatten|Contiguous|Alias|Index|Squeeze\w*|Unsqueeze\w*)Backward\d*$")
 #: Operations whose derivative is zero wherever it exists.
 ZERO_GRADIENT_OPS = ("RoundBackward", "FloorBackward", "CeilBackward", "SignBackward", "TruncBackward",
                      "FracBackward")
@@ -44,17 +44,6 @@ def producer(tensor: Any, hops: int = 8) -> str | None:
         nxt = [fn for fn, _ in node.next_functions if fn is not None]
         node = nxt[0] if nxt else None
     return None
-
-
-@dataclass
-class GraphInfo:
-    """What :func:`walk` found behind a loss."""
-
-    #: The leaf tensors the loss depends on (each AccumulateGrad node's variable).
-    leaves: list[torch.Tensor] = field(default_factory=list)
-    #: Names of zero-gradient operations (round, floor, sign, ...) on the way.
-    zero_gradient_ops: list[str] = field(default_factory=list)
-    complete: bool = True
 
 
 def walk(loss: Any, limit: int = 4000) -> GraphInfo:
