@@ -113,9 +113,9 @@ def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool, ma
     return found
 
 
-#: Operations whose output can be any real number: linear layers, convolutions, embeddings.
-_UNBOUNDED_OPS = ("AddmmBackward0", "MmBackward0", "BmmBackward0", "MvBackward0", "ConvolutionBackward0",
-                  "LinearBackward0", "EmbeddingBackward0")
+#: Operations that end a linear or convolution layer (with its bias): their output can be any real
+#: number. (A product of probabilities, mm/bmm without a bias, may be a probability: not listed.)
+_UNBOUNDED_OPS = ("AddmmBackward0", "ConvolutionBackward0", "LinearBackward0")
 
 
 def _nll_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
@@ -154,19 +154,27 @@ def _bce_finding(pred: torch.Tensor, loss_fn: Any, made_by: str | None) -> Findi
 
 
 def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
-    """A regression output made by ReLU, with targets below 0 that it can never reach."""
+    """A regression output made by ReLU, with targets below 0 that it can never reach, or dead:
+    exactly 0 for every sample, so no gradient passes."""
     if not (made_by == "ReluBackward0" and is_regression(loss_fn) and target.is_floating_point()
-            and has_values(target)):
+            and has_values(target) and has_values(pred)):
         return None
     negative = int((target < 0).sum())
-    if negative == 0:
+    dead = bool((pred.detach() == 0).all())
+    if negative == 0 and not dead:
         return None
     zeros = float((pred.detach() == 0).double().mean())
-    return finding("RELU_ON_OUTPUT", "error",
-                   f"the prediction comes straight from a ReLU (>= 0 by construction; {zeros:.0%} of it is exactly 0), "
-                   f"but {negative} of {target.numel()} targets are negative (down to {float(target.min()):.4g}).",
-                   "a ReLU output can never be below 0, so those targets are out of reach, and wherever the "
-                   "ReLU outputs 0 its gradient is 0 too: the units stop learning and predictions stick at 0.",
+    seen = (f"the prediction comes straight from a ReLU (>= 0 by construction; {zeros:.0%} of its "
+            f"{pred.numel()} values are exactly 0)")
+    if negative:
+        seen += f", but {negative} of {target.numel()} targets are negative (down to {float(target.min()):.4g})."
+    else:
+        seen += (f": the output is dead, the same 0 for every sample while the targets range from "
+                 f"{float(target.min()):.4g} to {float(target.max()):.4g}.")
+    return finding("RELU_ON_OUTPUT", "error", seen,
+                   "a ReLU output can never be below 0, so negative targets are out of reach, and wherever the "
+                   "ReLU outputs 0 its gradient is 0 too: when the last layer's pre-activations are all below 0 "
+                   "(an unlucky initialisation, one large step) nothing learns and predictions stick at 0.",
                    "remove the activation after the last layer of a regression model (return the linear "
                    "layer's output); if the target must be positive, use softplus or predict its logarithm.")
 
@@ -391,7 +399,7 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
     found += _nonfinite(record)
     found += _rnn_layout(record)
     found += _foreign_leaves(record, static.hidden)
-    found += _gradient_flow(record)
+    found += _gradient_flow(record, loss_fn)
     found += _zero_grad(record)
     found += _eval_mode(record, inputs.standard)
     return found
@@ -516,7 +524,14 @@ def _nonfinite(record: StepRecord) -> list[Finding]:
                     "every output and every loss is NaN.", fix)]
 
 
-def _gradient_flow(record: StepRecord) -> list[Finding]:
+def _dead_relu_output(record: StepRecord, loss_fn: Any) -> bool:
+    """The loss input is a regression output from a ReLU that is 0 everywhere (RELU_ON_OUTPUT)."""
+    call = record.loss_calls[0] if record.loss_calls else None
+    return (call is not None and call.producer == "ReluBackward0" and is_regression(loss_fn)
+            and has_values(call.pred) and bool((call.pred == 0).all()))
+
+
+def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
     if not record.trainable:
         return []
     never = [id(p) for p in record.trainable if record.accumulated.get(id(p), 0) == 0]
@@ -533,6 +548,8 @@ def _gradient_flow(record: StepRecord) -> list[Finding]:
                         "torch.no_grad() inside forward, and for layers that forward() never uses.")]
     first = record.increments[0] if record.increments else {}
     if first and all(not bool(g.any()) for g in first.values()):
+        if _dead_relu_output(record, loss_fn):
+            return []  # RELU_ON_OUTPUT says why
         ops = record.graph.zero_gradient_ops if record.graph is not None else []
         if ops:
             return [finding("NON_DIFFERENTIABLE", "error",
