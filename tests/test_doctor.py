@@ -359,6 +359,10 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
         _mlp(c=1), nn.BCELoss(), _adam, (_classes()[0], (_classes()[1] % 2).float()[:, None]))),
     "ReLU on a regression output": ("RELU_ON_OUTPUT", lambda: _setup(
         nn.Sequential(_regressor(), nn.ReLU()), nn.MSELoss(), _adam, _regression())),
+    "one-hot integer targets for CrossEntropyLoss": ("TARGET_SHAPE", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], F.one_hot(_classes()[1], 10)))),
+    "MSELoss on class labels": ("TARGET_SHAPE", lambda: _setup(
+        _mlp(), nn.MSELoss(), _adam, _classes())),
     "sequence scores with the classes last": ("TARGET_SHAPE", lambda: _setup(
         _Tagger(), nn.CrossEntropyLoss(), _adam, _tokens())),
     "flattened pixels 0..255": ("INPUT_NOT_NORMALIZED", lambda: _setup(
@@ -503,6 +507,47 @@ def test_correct_setup_has_no_error(name: str) -> None:
     assert report.ok, f"{name}\n{report}"
     assert not report.findings, f"{name}: expected a clean report\n{report}"
     assert report.measurements["overfit_losses"], report.measurements
+
+
+def test_advice_for_label_layouts() -> None:
+    x, y = _classes()
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), (x, F.one_hot(y, 10)))
+    assert "y.argmax(dim=1)" in next(f for f in report.findings if f.code == "TARGET_SHAPE").parts()[2]
+    report = diagnose(model, nn.MSELoss(), _adam(model.parameters()), (x, y))
+    assert "CrossEntropyLoss" in next(f for f in report.findings if f.code == "TARGET_SHAPE").parts()[2]
+    pixels = (_images()[0].abs() * 60).clamp(0, 255).to(torch.uint8)
+    report = diagnose(_cnn(), nn.CrossEntropyLoss(), _adam(_cnn().parameters()), (pixels, _images()[1]))
+    assert {"DTYPE_MISMATCH", "INPUT_NOT_NORMALIZED"} <= report.codes, str(report)
+    soft = F.one_hot(y, 10).float()  # probabilities as targets: valid for CrossEntropyLoss
+    assert "TARGET_SHAPE" not in diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), (x, soft)).codes
+
+
+def test_what_cannot_be_checked_is_said() -> None:
+    def own_loss(model, batch, optimizer, loss_fn):  # computes its own loss: loss_fn is never called
+        x, y = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), own_loss)
+    assert report.ok and any(n.startswith("could not check what reached the loss") for n in report.notes), report
+    square = _Tagger()  # 5 classes; 5 positions: the class dimension is ambiguous
+    idx = torch.randint(0, 12, (32, 5), generator=_g(9))
+    report = diagnose(square, nn.CrossEntropyLoss(), _adam(square.parameters()), (idx, idx % 5))
+    assert "TARGET_SHAPE" not in report.codes, str(report)
+    assert any("same size" in n for n in report.notes), report.notes
+
+
+def test_contributing_lists_every_code() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text()
+    section = text[text.index("## 9. Changing the training doctor"):]
+    assert not [code for code in CODES if f"`{code}`" not in section]
 
 
 def test_relu_output_on_positive_targets_is_not_flagged() -> None:

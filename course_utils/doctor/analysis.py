@@ -46,6 +46,8 @@ from .common import (
     is_nll,
     is_regression,
     leaves,
+    one_hot_targets,
+    regression_on_labels,
     targets_shaped_n1,
 )
 from .errors import classify_exception
@@ -102,7 +104,7 @@ def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool, ma
     if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
         return []
     found = [f for f in (label_finding(pred, target, loss_fn), target_shape_finding(pred, target, loss_fn),
-                         class_dim_finding(pred, target, loss_fn),
+                         class_dim_finding(pred, target, loss_fn), label_layout_finding(pred, target, loss_fn),
                          _softmax_finding(pred, target, loss_fn, made_by),
                          _nll_finding(pred, target, loss_fn, made_by),
                          _bce_finding(pred, loss_fn, made_by),
@@ -177,6 +179,33 @@ def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_b
                    "(an unlucky initialisation, one large step) nothing learns and predictions stick at 0.",
                    "remove the activation after the last layer of a regression model (return the linear "
                    "layer's output); if the target must be positive, use softplus or predict its logarithm.")
+
+
+def label_layout_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
+    """TARGET_SHAPE: one-hot integer targets for a cross-entropy loss, or integer class labels for
+    a regression loss (checked before the loss runs)."""
+    if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
+        return None
+    name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", "the loss")
+    n, c = pred.shape[0], pred.shape[1] if pred.dim() >= 2 else 0
+    if one_hot_targets(pred, target, loss_fn):
+        return finding("TARGET_SHAPE", "error",
+                       f"the targets are one-hot {target.dtype} {tuple(target.shape)} (one 1 per row), but {name} "
+                       f"expects one class index per sample, shape {(n,)}, for {tuple(pred.shape)} scores.",
+                       "integer targets with the prediction's shape are read as several targets per sample: "
+                       "the call raises '0D or 1D target tensor expected, multi-target not supported'.",
+                       "turn the one-hot rows into class indices: y = y.argmax(dim=1) (or pass probabilities "
+                       "as floats: y.float(), which CrossEntropyLoss also accepts).")
+    if regression_on_labels(pred, target, loss_fn):
+        return finding("TARGET_SHAPE", "error",
+                       f"{name} compares {tuple(pred.shape)} class scores with {target.dtype} class labels of shape "
+                       f"{tuple(target.shape)}: a regression loss on a classification target.",
+                       "a regression loss needs a target of the prediction's shape; class indices broadcast "
+                       "against the scores (or raise 'The size of tensor a must match the size of tensor b'), "
+                       "so every score is pulled toward the label number itself.",
+                       f"use nn.CrossEntropyLoss() on the scores and the labels; to keep {name}, compare with "
+                       f"one-hot targets: F.one_hot(y, {c}).float().")
+    return None
 
 
 def class_dim_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
@@ -417,6 +446,8 @@ def guard_finding(error: StepError, loss_fn: Any) -> Finding | None:
         return target_shape_finding(pred, target, loss_fn)
     if error.guard == "class_dim":
         return class_dim_finding(pred, target, loss_fn)
+    if error.guard in ("one_hot", "regression_labels"):
+        return label_layout_finding(pred, target, loss_fn)
     if error.guard == "bce_range":
         made = f" made by {call.producer}" if call.producer else ""
         return finding("BCE_ON_LOGITS", "error",
@@ -750,6 +781,25 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
                     "the inputs, that every layer gets gradients, and that the loss fits the task.")], notes
 
 
+def _unchecked(record: StepRecord, inputs: Inputs) -> list[str]:
+    """What could not be checked, and why (notes, never a guessed cause)."""
+    notes = []
+    if record.error is None and record.returned is None and not record.loss_calls:
+        notes.append("could not check what reached the loss (a softmax or sigmoid before it, the label range, "
+                     "the shapes) from the loss call itself, because the step never called the loss_fn argument "
+                     "with a prediction and a target"
+                     + ("; the model's output was checked against the batch's targets instead." if
+                        record.model_outputs and isinstance(inputs.y, torch.Tensor) else "."))
+    call = record.loss_calls[0] if record.loss_calls else None
+    if (call is not None and is_cross_entropy(inputs.loss_fn) and call.pred.dim() == 3 and call.target.dim() == 2
+            and not call.target.is_floating_point() and call.pred.shape[1] == call.pred.shape[2]
+            and tuple(call.target.shape) == tuple(call.pred.shape[:2])):
+        notes.append(f"could not check whether the scores {tuple(call.pred.shape)} hold the classes in dimension 1, "
+                     "as the loss expects, because dimensions 1 and 2 have the same size (if the classes are "
+                     "last, use pred.permute(0, 2, 1)).")
+    return notes
+
+
 def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analysis:
     """Stage 3: the findings, notes and measurements from the static record and the probes."""
     result = Analysis(list(static.findings),
@@ -772,6 +822,7 @@ def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analys
     result.notes += [note + "." for note in probes.notes]
     codes = static.codes
     result.findings += [f for f in step_findings(record, static, inputs) if f.code not in codes]
+    result.notes += _unchecked(record, inputs)
     measured = result.measurements
     if record.losses:
         measured["initial_loss"] = record.losses[0]

@@ -132,7 +132,8 @@ def input_findings(x: Any, model: nn.Module) -> list[Finding]:
             "same'); and converting with .float() alone leaves values up to 255, far too large for the "
             "initial weights: the loss explodes or stalls.",
             "convert and scale once: x = x.float() / 255 (torchvision: transforms.v2.ToDtype(torch.float32, "
-            "scale=True)), then normalise with the training set's mean and std.")]
+            "scale=True)), then normalise with the training set's mean and std.")] + (
+            _scale_findings(x.float()) if int(x.max()) > 15 else [])
     if not x.is_floating_point():
         return []
     found: list[Finding] = []

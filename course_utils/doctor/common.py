@@ -151,6 +151,23 @@ def classes_last(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> bool
                 and pred.shape[1] != pred.shape[2] and pred.shape[2] >= 2)
 
 
+def one_hot_targets(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> bool:
+    """Integer one-hot targets (N, C) of 0/1 with one 1 per row, for a cross-entropy loss that
+    expects class indices (N,) (the loss would raise 'multi-target not supported')."""
+    if not (is_cross_entropy(loss_fn) and pred.is_floating_point() and not target.is_floating_point()
+            and target.dtype != torch.bool and pred.dim() == 2 and target.shape == pred.shape
+            and pred.shape[1] >= 2 and has_values(target)):
+        return False
+    return bool(((target == 0) | (target == 1)).all() and (target.sum(dim=1) == 1).all())
+
+
+def regression_on_labels(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> bool:
+    """A regression loss (MSE, L1, ...) comparing (N, C) class scores with (N,) integer class labels."""
+    return bool(is_regression(loss_fn) and pred.is_floating_point() and not target.is_floating_point()
+                and target.dtype != torch.bool and pred.dim() == 2 and pred.shape[1] >= 2
+                and class_index_shaped(pred, target))
+
+
 def bce_out_of_range(pred: torch.Tensor, loss_fn: Any) -> bool:
     """BCELoss inputs outside [0, 1] (the loss would raise; on a GPU, a device-side assert)."""
     return bool(is_bce(loss_fn) and pred.is_floating_point() and has_values(pred)
@@ -166,6 +183,10 @@ def loss_guard(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> str | 
         return "target_n1"
     if classes_last(pred, target, loss_fn):
         return "class_dim"
+    if one_hot_targets(pred, target, loss_fn):
+        return "one_hot"
+    if regression_on_labels(pred, target, loss_fn):
+        return "regression_labels"
     if bce_out_of_range(pred, loss_fn):
         return "bce_range"
     return None

@@ -184,7 +184,8 @@ class LossCall:
 class StepError:
     """Why a probed step stopped: an exception it raised, or a guard of the loss recorder that
     stopped the loss before it ran (``guard``: ``"labels"``, ``"target_n1"``, ``"class_dim"``,
-    ``"bce_range"``; then ``call`` is what reached the loss)."""
+    ``"one_hot"``, ``"regression_labels"``, ``"bce_range"``; see :func:`.common.loss_guard`; then
+    ``call`` is what reached the loss)."""
 
     kind: str
     text: str
