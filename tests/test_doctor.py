@@ -523,6 +523,24 @@ def test_advice_for_label_layouts() -> None:
     assert "TARGET_SHAPE" not in diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), (x, soft)).codes
 
 
+def test_forgotten_backward_and_bce_shapes_are_named() -> None:
+    def no_backward(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        optimizer.step()
+        return loss.item()
+
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), no_backward)
+    assert report.codes == {"NO_GRAD_FLOW"} and "backward() was never called" in report.findings[0].message
+    binary = _mlp(c=1)
+    x, y = _classes()
+    report = diagnose(binary, nn.BCEWithLogitsLoss(), _adam(binary.parameters()), (x, (y % 2).float()))
+    assert report.codes == {"TARGET_SHAPE"}, str(report)  # BCE raises: it does not broadcast
+    assert "y.unsqueeze(1)" in report.findings[0].parts()[2]
+
+
 def test_what_cannot_be_checked_is_said() -> None:
     def own_loss(model, batch, optimizer, loss_fn):  # computes its own loss: loss_fn is never called
         x, y = batch

@@ -288,6 +288,9 @@ def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
         return None
     if reshaped_same:  # the loss reshapes internally: same value with matching shapes
         return None
+    if isinstance(loss_fn, (nn.BCELoss, nn.BCEWithLogitsLoss)) or loss_fn in (
+            F.binary_cross_entropy, F.binary_cross_entropy_with_logits):
+        return None  # these never broadcast: they raise (TARGET_SHAPE), see the BCE size check
     known = isinstance(loss_fn, REGRESSION_LOSSES) or loss_fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss)
     if reshaped_same is None and not known and pred.numel() != target.numel():
         return None
@@ -416,7 +419,7 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
             found += loss_input_findings(out.detach(), target, loss_fn, autocast=True, made_by=producer(out))
     found += registration_findings(static.hidden, record.reached)
     if record.error is not None:
-        return found + [_explain_error(record, loss_fn, _context(inputs))]
+        return found + [_explain_error(record, loss_fn, _context(inputs), target)]
     if record.returned is not None:
         return found + [finding("STEP_FAILED", "error",
                                 f"your train_step returned {record.returned}, not the loss, and never "
@@ -466,17 +469,23 @@ def _output_requires_grad(record: StepRecord) -> bool | None:
     return any(t.requires_grad for _, t in leaves(record.model_outputs[0]))
 
 
-def _explain_error(record: StepRecord, loss_fn: Any, context: str) -> Finding:
+def _explain_error(record: StepRecord, loss_fn: Any, context: str, target: Any = None) -> Finding:
     """The step's error, made specific where the records say more than the exception."""
     assert record.error is not None
     guarded = guard_finding(record.error, loss_fn) if record.error.guard else None
     if guarded is not None:
         return guarded
     error = classify_exception(record.error, context)
+    out = record.model_outputs[0] if record.model_outputs else None
+    if error.code == "TARGET_SHAPE" and isinstance(out, torch.Tensor) and isinstance(target, torch.Tensor) \
+            and out.shape != target.shape:
+        observed, why, _ = error.parts()
+        return finding("TARGET_SHAPE", "error", observed, why,
+                       f"the model's output is {tuple(out.shape)} and the target {tuple(target.shape)}: "
+                       + _shape_fix(out, target) + ".")
     if error.code != "NO_GRAD_FLOW":
         return error
     call = record.loss_calls[0] if record.loss_calls else None
-    out = record.model_outputs[0] if record.model_outputs else None
     out_int = isinstance(out, torch.Tensor) and not out.is_floating_point() and not out.is_complex()
     pred_cut = call is not None and not call.requires_grad and _output_requires_grad(record)
     if not (out_int or pred_cut):
@@ -555,6 +564,14 @@ def _nonfinite(record: StepRecord) -> list[Finding]:
                     "every output and every loss is NaN.", fix)]
 
 
+def _graph_reaches(record: StepRecord) -> bool:
+    """The loss's graph was walked completely and reaches every trainable parameter."""
+    if record.graph is None or not record.graph.complete or not record.trainable:
+        return False
+    leaves = {id(t) for t in record.graph.leaves}
+    return all(id(p) in leaves for p in record.trainable)
+
+
 def _dead_relu_output(record: StepRecord, loss_fn: Any) -> bool:
     """The loss input is a regression output from a ReLU that is 0 everywhere (RELU_ON_OUTPUT)."""
     call = record.loss_calls[0] if record.loss_calls else None
@@ -570,6 +587,15 @@ def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
     if never:
         observed = (f"{len(never)} of {total} trainable parameter tensors never received a gradient "
                     f"during the step: {_names(never, record.names)}.")
+        if len(never) == total and _graph_reaches(record):
+            return [finding("NO_GRAD_FLOW", "error",
+                            f"the loss's graph reaches all {total} trainable parameter tensors, but none of them "
+                            "received a gradient during the step: loss.backward() was never called (or was "
+                            "called on another tensor).",
+                            "optimizer.step() only uses the gradients that backward() stores in .grad: without "
+                            "them the update does nothing (or reuses stale gradients) and the model never learns.",
+                            "call loss.backward() on the loss of this batch, between optimizer.zero_grad() and "
+                            "optimizer.step().")]
         if len(never) == total:
             observed += " If your train_step uses a global model instead of its `model` argument, fix that first."
         return [finding("NO_GRAD_FLOW", "error", observed,
