@@ -234,7 +234,12 @@ def models_section(threads_list: list[int], repeats: int) -> list[str]:
         "",
         (f"Slowest diagnosis: {worst:.2f} s wall ({'within' if worst <= 5 else 'over'} the 5 s budget on this "
          "machine at this load). diagnose() probes models under 2 million parameters with one torch thread "
-         "(restored afterwards), so the rows for more threads measure the same work."),
+         "(restored afterwards), so the rows for more threads measure the same work. The probes run the "
+         "second opinion (lr x0.1 or x10, half the step budget) whenever the one-batch loss diverged or stayed "
+         "flat and the static checks found no error, also when the step itself shows an error (zero_grad "
+         "missing): the cost of such a diagnosis is that of the worst-case rows. With the load average far above "
+         "the 2 cores, the wall times are several times the CPU times; on an idle machine a one-thread "
+         "diagnosis takes about its CPU time."),
         "",
     ]
 
