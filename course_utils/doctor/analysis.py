@@ -622,6 +622,19 @@ def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
                         "constant output, a multiplication by 0) gives nothing to learn from.",
                         "print the model's output for a few samples; check for all-zero activations "
                         "and for operations with a zero derivative between the model and the loss.")]
+    ops = record.graph.zero_gradient_ops if record.graph is not None else []
+    zero = [pid for pid, g in first.items() if not bool(g.any())]
+    if first and ops and zero:
+        return [finding("NON_DIFFERENTIABLE", "error",
+                        f"{len(zero)} of {total} parameter tensors got a gradient of exactly zero "
+                        f"({_names(zero, record.names)}) while the others did not: the loss reaches them only "
+                        f"through {', '.join(ops)}, whose derivative is 0 everywhere.",
+                        "round, floor, sign and similar steps are flat almost everywhere: every layer before "
+                        "them gets a zero gradient and keeps its initial weights, while the layers after "
+                        "them learn.",
+                        "replace the step by a differentiable one while training (tanh or sigmoid instead of "
+                        "sign, the raw value instead of round), or use a straight-through estimator: "
+                        "x + (x.round() - x).detach(); quantise only for predictions.")]
     if not record.step_grads:
         return []
     at_step = record.step_grads[0]

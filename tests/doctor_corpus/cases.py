@@ -886,6 +886,53 @@ def _float_pixels(fixed: bool) -> Setup:
     return model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), (x, labels), None
 
 
+# --- 39. a sign layer in the middle of the network ----------------------------------------------------------------
+# https://github.com/torch/nn/issues/1174 : a layer quantising its input to its sign was put inside a network;
+# the answers: "The gradient is 0 everywhere; you cannot train the layers before this." (Lua Torch, the same
+# autograd rule as PyTorch's torch.sign); fix: a differentiable layer (tanh) while training.
+
+class _Binarized(nn.Module):
+    def __init__(self, smooth: bool) -> None:
+        super().__init__()
+        self.smooth = smooth
+        self.encoder, self.decoder = nn.Linear(20, 16), nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.encoder(x)
+        return self.decoder(torch.tanh(h) if self.smooth else torch.sign(h))
+
+
+def _binarized(fixed: bool) -> Setup:
+    torch.manual_seed(39)
+    model = _Binarized(smooth=fixed)
+    return model, nn.CrossEntropyLoss(), _adam(model, 1e-2), _classes(), None
+
+
+# --- 40. a custom train_step (Keras 3, torch backend) without zero_grad -------------------------------------------
+# https://github.com/fchollet/deep-learning-with-python-notebooks/issues/293 : the chapter's torch train_step
+# computed the loss, called backward() and stepped the optimizer but never zeroed the gradients ("the results
+# are terrible"); fix: self.zero_grad() at the start of the step.
+
+def _keras_step(zero: bool) -> Callable:
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        if zero:
+            model.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        with torch.no_grad():
+            optimizer.step()
+        return loss.item()
+    return step
+
+
+def _keras(fixed: bool) -> Setup:
+    torch.manual_seed(40)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
+    return model, nn.CrossEntropyLoss(), torch.optim.RMSprop(model.parameters(), lr=1e-3), _classes(), \
+        _keras_step(fixed)
+
+
 CASES: list[Case] = [
     Case("softmax layer before CrossEntropyLoss", "https://github.com/bowang-lab/Transformer-GCN-QA/pull/32",
          "SOFTMAX_BEFORE_CE", lambda: _scorer(True), lambda: _scorer(False)),
@@ -966,4 +1013,9 @@ CASES: list[Case] = [
          "RELU_ON_OUTPUT", lambda: _ccs(False), lambda: _ccs(True)),
     Case("float images in [0, 255] through ToTensor", "https://github.com/pytorch/vision/issues/546",
          "INPUT_NOT_NORMALIZED", lambda: _float_pixels(False), lambda: _float_pixels(True)),
+    Case("a sign layer in the middle of the network", "https://github.com/torch/nn/issues/1174",
+         "NON_DIFFERENTIABLE", lambda: _binarized(False), lambda: _binarized(True)),
+    Case("custom train_step (Keras 3, torch backend) without zero_grad",
+         "https://github.com/fchollet/deep-learning-with-python-notebooks/issues/293",
+         "ZERO_GRAD_MISSING", lambda: _keras(False), lambda: _keras(True)),
 ]
