@@ -541,6 +541,37 @@ def test_forgotten_backward_and_bce_shapes_are_named() -> None:
     assert "y.unsqueeze(1)" in report.findings[0].parts()[2]
 
 
+class _LossInside(nn.Module):
+    """A model that computes its own loss in forward() (the Hugging Face style)."""
+
+    def __init__(self, softmax: bool) -> None:
+        super().__init__()
+        self.softmax, self.net = softmax, _mlp()
+
+    def forward(self, features: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        scores = self.net(features)
+        scores = scores.softmax(dim=-1) if self.softmax else scores
+        return {"logits": scores, "loss": F.cross_entropy(scores, labels)}
+
+
+def _loss_inside_step(model, batch, optimizer, loss_fn):
+    optimizer.zero_grad()
+    out = model(**batch)
+    out["loss"].backward()
+    optimizer.step()
+    return out["loss"].item()
+
+
+def test_softmax_is_found_in_the_graph_of_a_loss_computed_inside_the_model() -> None:
+    x, y = _classes()
+    for softmax in (True, False):
+        model = _LossInside(softmax)
+        report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()),
+                          {"features": x, "labels": y}, _loss_inside_step)
+        assert ("SOFTMAX_BEFORE_CE" in report.codes) == softmax, str(report)
+        assert report.ok != softmax, str(report)
+
+
 def test_what_cannot_be_checked_is_said() -> None:
     def own_loss(model, batch, optimizer, loss_fn):  # computes its own loss: loss_fn is never called
         x, y = batch

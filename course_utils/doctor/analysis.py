@@ -417,6 +417,15 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
         out = record.model_outputs[0]
         if isinstance(out, torch.Tensor):
             found += loss_input_findings(out.detach(), target, loss_fn, autocast=True, made_by=producer(out))
+    if not record.loss_calls and record.graph is not None and record.graph.softmax_then_log:
+        found.append(finding(
+            "SOFTMAX_BEFORE_CE", "error",
+            "the graph of the loss your step back-propagates shows a log_softmax (cross_entropy / NLLLoss) "
+            "applied to the output of a softmax: the loss is computed on probabilities.",
+            "cross_entropy applies log_softmax itself: on probabilities the softmax is applied twice, the "
+            "scores are squashed into [0, 1], gradients shrink and training stalls at a high loss.",
+            "return raw logits from the model (remove the final softmax) and give them to cross_entropy; "
+            "use softmax only to report probabilities."))
     found += registration_findings(static.hidden, record.reached)
     if record.error is not None:
         return found + [_explain_error(record, loss_fn, _context(inputs), target)]

@@ -31,6 +31,22 @@ ZERO_GRADIENT_OPS = ("RoundBackward", "FloorBackward", "CeilBackward", "SignBack
                      "FracBackward")
 
 
+_SOFTMAX = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
+
+
+def _through(node: Any, hops: int = 8) -> str | None:
+    """Name of the first node from ``node`` on that is not a reshape or copy."""
+    for _ in range(hops):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if not _PASS_THROUGH.match(name):
+            return name
+        nxt = [fn for fn, _ in node.next_functions if fn is not None]
+        node = nxt[0] if nxt else None
+    return None
+
+
 def producer(tensor: Any, hops: int = 8) -> str | None:
     """Name of the operation that made ``tensor``, looking through reshapes and copies (None: a leaf
     or a tensor without a graph)."""
@@ -63,6 +79,8 @@ def walk(loss: Any, limit: int = 4000) -> GraphInfo:
             info.leaves.append(node.variable)
         elif name.startswith(ZERO_GRADIENT_OPS) and name not in info.zero_gradient_ops:
             info.zero_gradient_ops.append(name)
+        elif name in ("LogSoftmaxBackward0", "NllLossBackward0", "NllLoss2DBackward0") and not info.softmax_then_log:
+            info.softmax_then_log = any(_through(nxt) in _SOFTMAX for nxt, _ in node.next_functions if nxt is not None)
         for nxt, _ in getattr(node, "next_functions", ()):
             if nxt is not None and id(nxt) not in seen:
                 seen.add(id(nxt))

@@ -353,6 +353,16 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
     recorder = LossRecorder(loss_c)
     instruments = _Instruments(model_c, record)
     opt_c.step = instruments.fake_step  # type: ignore[method-assign]
+    backward_graphs: list[GraphInfo] = []
+    original_backward = torch.Tensor.backward
+
+    def recorded_backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        """The graph of the first tensor backward() runs on (the loss, however the step made it)."""
+        if not backward_graphs and getattr(tensor, "grad_fn", None) is not None:
+            backward_graphs.append(walk(tensor))
+        return original_backward(tensor, *args, **kwargs)
+
+    torch.Tensor.backward = recorded_backward  # type: ignore[method-assign]
     try:
         for call in range(calls):
             instruments.start_call(call)
@@ -365,9 +375,10 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
     except Exception as exc:  # noqa: BLE001 -- the learner's step failed: record it instead of raising
         record.error = step_error(exc)
     finally:
+        torch.Tensor.backward = original_backward  # type: ignore[method-assign]
         instruments.remove()
         record.loss_calls = recorder.calls
-        record.graph = recorder.graph
+        record.graph = recorder.graph or (backward_graphs[0] if backward_graphs else None)
     if record.graph is not None and record.graph.complete:
         record.reached = {back[id(t)] for t in record.graph.leaves if id(t) in back}
         known = set(record.names) | {id(p) for g in opt_c.param_groups for p in g["params"]}

@@ -162,6 +162,8 @@ class GraphInfo:
     leaves: list[torch.Tensor] = field(default_factory=list)
     #: Names of zero-gradient operations (round, floor, sign, ...) on the way.
     zero_gradient_ops: list[str] = field(default_factory=list)
+    #: A log_softmax (or NLLLoss) applied to a softmax's output on the way: cross-entropy on probabilities.
+    softmax_then_log: bool = False
     complete: bool = True
 
 
