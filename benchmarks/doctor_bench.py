@@ -129,8 +129,10 @@ def corpus_section(runs: int = 3) -> list[str]:
     times: list[float] = []
     cpu: list[float] = []
     crashes: list[str] = []
+    loads: list[float] = []
     for run in range(runs):
         busy = run == runs - 1
+        loads.append(_load())
         context = _Busy() if busy else None
         if context:
             context.__enter__()
@@ -182,6 +184,8 @@ def corpus_section(runs: int = 3) -> list[str]:
         f"- crashes (diagnose raised): **{len(crashes)}**" + (": " + "; ".join(crashes) if crashes else ""),
         f"- verdicts identical across the {runs} runs (codes, severities, one-batch losses): **{same} of {n}** cases "
         "(buggy and fixed)",
+        f"- 1-minute load average at the start of each run: {', '.join(f'{x:.1f}' for x in loads)} "
+        f"(the last run adds {os.cpu_count()} spinning processes)",
         (f"- time per diagnosis (idle runs, {len(times)} diagnoses): median {statistics.median(times):.2f} s, worst "
          f"{max(times):.2f} s wall; CPU median {statistics.median(cpu):.2f} s, worst {max(cpu):.2f} s"),
         "",
@@ -194,7 +198,12 @@ def corpus_section(runs: int = 3) -> list[str]:
     return lines
 
 
+def _load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def models_section(threads_list: list[int], repeats: int) -> list[str]:
+    load = _load()
     diagnose(*CASES["MLP 20-64-10, batch 64, correct"]()[:4])  # warm-up: lazy imports, first optimizer step
     rows = []
     for threads in threads_list:
@@ -217,13 +226,20 @@ def models_section(threads_list: list[int], repeats: int) -> list[str]:
     return [
         "### The course's models",
         "",
+        f"1-minute load average at the start: {load:.1f}, at the end: {_load():.1f}.",
+        "",
         "| setup | torch threads | findings | one-batch steps run | median s | max s | CPU s (median) |",
         "|---|---|---|---|---|---|---|",
         *[f"| {n} | {t} | {c} | {s} | {m:.2f} | {x:.2f} | {u:.2f} |" for n, t, c, s, m, x, u in rows],
         "",
         (f"Slowest diagnosis: {worst:.2f} s wall ({'within' if worst <= 5 else 'over'} the 5 s budget on this "
          "machine at this load). diagnose() probes models under 2 million parameters with one torch thread "
-         "(restored afterwards), so the rows for more threads measure the same work."),
+         "(restored afterwards), so the rows for more threads measure the same work. The probes run the "
+         "second opinion (lr x0.1 or x10, half the step budget) whenever the one-batch loss diverged or stayed "
+         "flat and the static checks found no error, also when the step itself shows an error (zero_grad "
+         "missing): the cost of such a diagnosis is that of the worst-case rows. With the load average far above "
+         "the 2 cores, the wall times are several times the CPU times; on an idle machine a one-thread "
+         "diagnosis takes about its CPU time."),
         "",
     ]
 

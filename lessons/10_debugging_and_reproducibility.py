@@ -554,8 +554,9 @@ for code, meaning in CODES.items():
 # |---|---|---|
 # | loss is NaN or Inf | learning rate too high, exploding gradients, bad values in the data, undefined operations | `LR_TOO_HIGH`, `NAN_OR_INF`, `INPUT_NOT_NORMALIZED` |
 # | loss will not go down | learning rate, broken graph (`None` gradients), forgotten `zero_grad`, wrong loss inputs, layers the optimizer never sees, argmax or round inside the loss, an RNN reading the batch as time | `CANNOT_OVERFIT_BATCH`, `NO_GRAD_FLOW`, `ZERO_GRAD_MISSING`, `SOFTMAX_BEFORE_CE`, `BROADCAST_IN_LOSS`, `PARAM_NOT_IN_OPTIMIZER`, `PARAMS_NOT_REGISTERED`, `NON_DIFFERENTIABLE`, `RNN_BATCH_FIRST` |
+# | the loss does not fit the model's output | `NLLLoss` without `log_softmax`, `BCELoss` without `sigmoid`, a ReLU after a regression model's last layer | `NLL_ON_LOGITS`, `BCE_ON_LOGITS`, `RELU_ON_OUTPUT` |
 # | loss stuck at ln(number of classes) | the model gives every sample the same answer: dead units, unscaled inputs | `STUCK_AT_CHANCE` |
-# | errors about devices, dtypes, targets | data not moved, float64 from NumPy, labels from 1, labels shaped (N, 1) | `DEVICE_MISMATCH`, `DTYPE_MISMATCH`, `LABEL_OUT_OF_RANGE`, `TARGET_SHAPE` |
+# | errors about devices, dtypes, targets | data not moved, float64 from NumPy, labels from 1, labels shaped (N, 1), a sequence model's classes in the last dimension | `DEVICE_MISMATCH`, `DTYPE_MISMATCH`, `LABEL_OUT_OF_RANGE`, `TARGET_SHAPE` |
 # | errors from `backward()` | an in-place change of a tensor autograd needs, an RNN state carried from the previous batch | `INPLACE_MODIFIED`, `GRAPH_REUSED` |
 # | training behaves unlike evaluation | `model.train()` forgotten after validation | `EVAL_MODE_LEFT_ON` |
 # | good training loss, bad validation | overfitting, validation preprocessed differently | not visible in one training batch: compare the pipelines (notebook 05) |
@@ -807,6 +808,51 @@ diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=Fa
 
 # %%
 report = diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=True))
+print(report.codes or "no findings", "| ok:", report.ok)
+
+# %% [markdown]
+# ### Broken program 9: a sequence model's scores in the wrong layout
+#
+# A model that predicts one class per position (the next word, a tag per token) outputs scores of
+# shape `(batch, time, classes)`. `CrossEntropyLoss` reads dimension 1 as the classes, so the call
+# fails with an "Expected target size" error that does not say which dimension is wrong (and when
+# the number of positions equals the number of classes it runs and mixes them up):
+
+# %%
+class Tagger(nn.Module):
+    def __init__(self, vocab: int = 20, tags: int = 5) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 16)
+        self.rnn = nn.GRU(16, 16, batch_first=True)
+        self.out = nn.Linear(16, tags)
+
+    def forward(self, tokens):
+        seq, _ = self.rnn(self.embed(tokens))
+        return self.out(seq)   # (batch, time, tags)
+
+
+tokens = torch.randint(0, 20, (32, 12), generator=gen).to(device)
+tags = tokens % 5              # one tag per token: (batch, time)
+torch.manual_seed(0)
+tagger = Tagger().to(device)
+optimizer = torch.optim.Adam(tagger.parameters(), lr=1e-2)
+diagnose(tagger, nn.CrossEntropyLoss(), optimizer, (tokens, tags), train_step)
+
+# %% [markdown]
+# The fix moves the classes to dimension 1 in the step (`permute(0, 2, 1)` gives
+# `(batch, tags, time)`; flattening both to `(batch * time, tags)` and `(batch * time,)` works too):
+
+# %%
+def train_step_sequence(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x).permute(0, 2, 1), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+report = diagnose(tagger, nn.CrossEntropyLoss(), optimizer, (tokens, tags), train_step_sequence)
 print(report.codes or "no findings", "| ok:", report.ok)
 
 # %% [markdown]

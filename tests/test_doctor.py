@@ -354,7 +354,50 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
     "(batch, time) input to a time-first LSTM": ("RNN_BATCH_FIRST", lambda: _setup(
         _TimeFirstLSTM(), nn.CrossEntropyLoss(), _adam, _sequences())),
     "loss that cannot be copied": ("NOT_CHECKED", lambda: _setup(_mlp(), _LockedLoss(), _adam, _classes())),
+    "NLLLoss on raw logits": ("NLL_ON_LOGITS", lambda: _setup(_mlp(), nn.NLLLoss(), _adam, _classes())),
+    "BCELoss on raw scores": ("BCE_ON_LOGITS", lambda: _setup(
+        _mlp(c=1), nn.BCELoss(), _adam, (_classes()[0], (_classes()[1] % 2).float()[:, None]))),
+    "ReLU on a regression output": ("RELU_ON_OUTPUT", lambda: _setup(
+        nn.Sequential(_regressor(), nn.ReLU()), nn.MSELoss(), _adam, _regression())),
+    "one-hot integer targets for CrossEntropyLoss": ("TARGET_SHAPE", lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], F.one_hot(_classes()[1], 10)))),
+    "MSELoss on class labels": ("TARGET_SHAPE", lambda: _setup(
+        _mlp(), nn.MSELoss(), _adam, _classes())),
+    "sequence scores with the classes last": ("TARGET_SHAPE", lambda: _setup(
+        _Tagger(), nn.CrossEntropyLoss(), _adam, _tokens())),
+    "flattened pixels 0..255": ("INPUT_NOT_NORMALIZED", lambda: _setup(
+        _mlp(d=192), nn.CrossEntropyLoss(), _adam,
+        ((_images()[0].abs() * 60).clamp(0, 255).round()[:, 0, :8, :].reshape(32, -1)[:, :192], _images()[1]))),
 }
+
+
+class _Tagger(nn.Module):
+    """Token tagger: scores (N, T, C) with the classes in the last dimension."""
+
+    def __init__(self, permute: bool = False) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.permute = permute
+        self.embedding, self.head = nn.Embedding(12, 16), nn.Linear(16, 5)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        out = self.head(torch.tanh(self.embedding(idx)))
+        return out.permute(0, 2, 1) if self.permute else out
+
+
+def _tokens() -> tuple[torch.Tensor, torch.Tensor]:
+    idx = torch.randint(0, 12, (32, 9), generator=_g(8))
+    return idx, idx % 5
+
+
+class _LogSoftmaxByHand(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = self.net(x)
+        return z - z.logsumexp(dim=1, keepdim=True)
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
@@ -447,6 +490,13 @@ CORRECT: dict[str, Callable[[], Setup]] = {
         _mlp(), lambda p, t: F.cross_entropy(p, t, label_smoothing=0.1), _adam, _classes()),
     "binary classification with BCEWithLogitsLoss": lambda: _setup(
         _mlp(c=1), nn.BCEWithLogitsLoss(), _adam, (_classes()[0], (_classes()[1] % 2).float()[:, None])),
+    "BCELoss after a sigmoid": lambda: _setup(
+        nn.Sequential(_mlp(c=1), nn.Sigmoid()), nn.BCELoss(), _adam,
+        (_classes()[0], (_classes()[1] % 2).float()[:, None])),
+    "NLLLoss after log_softmax written by hand": lambda: _setup(
+        _LogSoftmaxByHand(), nn.NLLLoss(), _adam, _classes()),
+    "sequence scores permuted to (N, C, T)": lambda: _setup(
+        _Tagger(permute=True), nn.CrossEntropyLoss(), _adam, _tokens()),
 }
 
 
@@ -457,6 +507,103 @@ def test_correct_setup_has_no_error(name: str) -> None:
     assert report.ok, f"{name}\n{report}"
     assert not report.findings, f"{name}: expected a clean report\n{report}"
     assert report.measurements["overfit_losses"], report.measurements
+
+
+def test_advice_for_label_layouts() -> None:
+    x, y = _classes()
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), (x, F.one_hot(y, 10)))
+    assert "y.argmax(dim=1)" in next(f for f in report.findings if f.code == "TARGET_SHAPE").parts()[2]
+    report = diagnose(model, nn.MSELoss(), _adam(model.parameters()), (x, y))
+    assert "CrossEntropyLoss" in next(f for f in report.findings if f.code == "TARGET_SHAPE").parts()[2]
+    pixels = (_images()[0].abs() * 60).clamp(0, 255).to(torch.uint8)
+    report = diagnose(_cnn(), nn.CrossEntropyLoss(), _adam(_cnn().parameters()), (pixels, _images()[1]))
+    assert {"DTYPE_MISMATCH", "INPUT_NOT_NORMALIZED"} <= report.codes, str(report)
+    soft = F.one_hot(y, 10).float()  # probabilities as targets: valid for CrossEntropyLoss
+    assert "TARGET_SHAPE" not in diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), (x, soft)).codes
+
+
+def test_forgotten_backward_and_bce_shapes_are_named() -> None:
+    def no_backward(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        optimizer.step()
+        return loss.item()
+
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), no_backward)
+    assert report.codes == {"NO_GRAD_FLOW"} and "backward() was never called" in report.findings[0].message
+    binary = _mlp(c=1)
+    x, y = _classes()
+    report = diagnose(binary, nn.BCEWithLogitsLoss(), _adam(binary.parameters()), (x, (y % 2).float()))
+    assert report.codes == {"TARGET_SHAPE"}, str(report)  # BCE raises: it does not broadcast
+    assert "y.unsqueeze(1)" in report.findings[0].parts()[2]
+
+
+class _LossInside(nn.Module):
+    """A model that computes its own loss in forward() (the Hugging Face style)."""
+
+    def __init__(self, softmax: bool) -> None:
+        super().__init__()
+        self.softmax, self.net = softmax, _mlp()
+
+    def forward(self, features: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        scores = self.net(features)
+        scores = scores.softmax(dim=-1) if self.softmax else scores
+        return {"logits": scores, "loss": F.cross_entropy(scores, labels)}
+
+
+def _loss_inside_step(model, batch, optimizer, loss_fn):
+    optimizer.zero_grad()
+    out = model(**batch)
+    out["loss"].backward()
+    optimizer.step()
+    return out["loss"].item()
+
+
+def test_softmax_is_found_in_the_graph_of_a_loss_computed_inside_the_model() -> None:
+    x, y = _classes()
+    for softmax in (True, False):
+        model = _LossInside(softmax)
+        report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()),
+                          {"features": x, "labels": y}, _loss_inside_step)
+        assert ("SOFTMAX_BEFORE_CE" in report.codes) == softmax, str(report)
+        assert report.ok != softmax, str(report)
+
+
+def test_what_cannot_be_checked_is_said() -> None:
+    def own_loss(model, batch, optimizer, loss_fn):  # computes its own loss: loss_fn is never called
+        x, y = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), own_loss)
+    assert report.ok and any(n.startswith("could not check what reached the loss") for n in report.notes), report
+    square = _Tagger()  # 5 classes; 5 positions: the class dimension is ambiguous
+    idx = torch.randint(0, 12, (32, 5), generator=_g(9))
+    report = diagnose(square, nn.CrossEntropyLoss(), _adam(square.parameters()), (idx, idx % 5))
+    assert "TARGET_SHAPE" not in report.codes, str(report)
+    assert any("same size" in n for n in report.notes), report.notes
+
+
+def test_contributing_lists_every_code() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text()
+    section = text[text.index("## 9. Changing the training doctor"):]
+    assert not [code for code in CODES if f"`{code}`" not in section]
+
+
+def test_relu_output_on_positive_targets_is_not_flagged() -> None:
+    x, y = _regression()
+    report = diagnose(nn.Sequential(_regressor(), nn.ReLU()), nn.MSELoss(),
+                      _adam(_regressor().parameters()), (x, y.abs() + 0.1))
+    assert "RELU_ON_OUTPUT" not in report.codes, str(report)
 
 
 def test_slow_but_correct_setup_is_at_most_a_warning() -> None:
@@ -581,3 +728,75 @@ def test_finding_parts_and_codes() -> None:
     item = Finding("NAN_OR_INF", "error", "seen 1 NaN. Why it matters: spreads. Fix: clean.")
     assert item.parts() == ("seen 1 NaN.", "spreads.", "clean.")
     assert all(code.isupper() for code in CODES)
+
+
+# --- the package is a one-way pipeline ------------------------------------------------------------------
+
+#: The doctor's modules in pipeline order: a module may import only modules before it.
+PIPELINE = ["records", "common", "graph", "checks", "probes", "errors", "analysis", "report", "diagnose",
+            "__init__"]
+
+
+def _doctor_imports() -> dict[str, set[str]]:
+    """For each module of course_utils/doctor, the package modules it imports (anywhere in the file)."""
+    import ast
+    from pathlib import Path
+
+    import course_utils.doctor as package
+
+    found: dict[str, set[str]] = {}
+    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                absolute = node.level == 0 and (node.module or "").startswith("course_utils.doctor")
+                if node.level == 1 or absolute:
+                    rest = (node.module or "").removeprefix("course_utils.doctor").lstrip(".") if absolute \
+                        else (node.module or "")
+                    if rest:
+                        imported.add(rest.split(".")[0])
+                    else:  # from . import x (x: a module or a name of the package)
+                        imported.update(a.name if a.name in PIPELINE else "__init__" for a in node.names)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name.removeprefix("course_utils.doctor.").split(".")[0] for a in node.names
+                                if a.name.startswith("course_utils.doctor"))
+        found[path.stem] = imported
+    return found
+
+
+def test_doctor_package_is_a_one_way_pipeline() -> None:
+    imports = _doctor_imports()
+    assert set(imports) == set(PIPELINE), f"place every module in PIPELINE: {sorted(set(imports) ^ set(PIPELINE))}"
+    rank = {name: i for i, name in enumerate(PIPELINE)}
+    backward = [f"{module} imports {target}" for module, targets in imports.items() for target in targets
+                if target in rank and rank[target] >= rank[module]]
+    assert not backward, f"imports against the pipeline order {PIPELINE}: {backward}"
+
+
+def test_the_import_check_can_fail(tmp_path, monkeypatch) -> None:
+    """The parser sees relative, absolute and function-level imports (the check above can fail)."""
+    import course_utils.doctor as package
+
+    (tmp_path / "records.py").write_text("def f():\n    from .analysis import analyse\n")
+    (tmp_path / "checks.py").write_text("from course_utils.doctor.probes import run_probes\nfrom . import report\n")
+    monkeypatch.setattr(package, "__file__", str(tmp_path / "__init__.py"))
+    assert _doctor_imports() == {"records": {"analysis"}, "checks": {"probes", "report"}}
+
+
+def test_stages_hand_each_other_plain_records() -> None:
+    import dataclasses
+
+    from course_utils.doctor import analysis, checks, probes, records
+
+    model = _mlp()
+    batch = _classes()
+    inputs = records.Inputs(model, nn.CrossEntropyLoss(), _adam(model.parameters()), batch, standard_step,
+                            True, *batch, max_steps=30)
+    with probes.preserved_state():
+        static = checks.static_checks(inputs)
+        probed = probes.run_probes(inputs, static)
+        result = analysis.analyse(inputs, static, probed)
+    for item in (inputs, static, probed, probed.step, probed.overfit, result):
+        assert dataclasses.is_dataclass(item), type(item)
+    assert isinstance(static, records.StaticRecord) and isinstance(probed, records.ProbeRecord)
+    assert isinstance(result, records.Analysis) and result.measurements["overfit_losses"] == probed.overfit.losses

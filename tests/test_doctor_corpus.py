@@ -4,6 +4,9 @@ buggy program, no error on its fix, the same verdict on a slow machine, no crash
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -85,6 +88,30 @@ def test_verdict_does_not_depend_on_machine_speed(lr: float) -> None:
     assert fast.measurements["overfit_losses"] == slow.measurements["overfit_losses"]
     assert fast.measurements.get("second_opinion_losses") == slow.measurements.get("second_opinion_losses")
     assert len(slow.measurements["overfit_losses"]) <= 30
+
+
+def _verdicts(names: list[str]) -> list[tuple]:
+    reports = [diagnose(*getattr(BY_NAME[name], kind)()) for name in names for kind in ("buggy", "fixed")]
+    return [(sorted((f.code, f.severity) for f in r.findings), r.measurements.get("overfit_losses"),
+             r.measurements.get("second_opinion_losses")) for r in reports]
+
+
+def test_verdicts_are_the_same_with_the_cpu_busy() -> None:
+    """Corpus programs diagnosed on an idle and on a busy machine (one spinning process per core):
+    codes, severities and every one-batch loss are identical."""
+    names = ["MNIST pixels never divided by 255", "softmax + NLLLoss in a text classifier",
+             "no zero_grad, with gradient clipping"]
+    idle = _verdicts(names)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        time.sleep(0.3)
+        busy = _verdicts(names)
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
+    assert all(losses for _, losses, _ in idle), idle
+    assert idle == busy
 
 
 # --- no false alarms on correct code ---------------------------------------------------------------------

@@ -1,15 +1,28 @@
-"""Turn what the doctor's probes recorded into findings (see :mod:`course_utils.doctor`).
+"""Stage 3 of the training doctor: turn the records of the static checks and the probes into
+findings (:func:`analyse` returns a :class:`.records.Analysis`).
+
+What reached the loss is judged from the graph (the ``grad_fn`` of the loss input: a softmax or
+sigmoid before a loss that expects logits, NLLLoss without log_softmax, BCELoss without sigmoid,
+a ReLU on a regression output), from the shapes and dtypes, and from what the step did to the
+gradients; the one-batch run says whether the loss falls, diverges or settles at chance level.
 
 Example:
     >>> record = OverfitRecord(losses=[2.3, 2.0, 1.1], lrs=[0.1], step_calls=3, changed=0.2, samples=16, budget=30)
     >>> found, notes = overfit_findings(record, None, blocked=False, input_warning=False)
     >>> found, notes[0]
     ([], 'one-batch overfit (first 16 samples, at most 30 steps): the loss fell from 2.3 to 1.1 in 3 steps (48% of the start) at lr 0.1.')
-    >>> divergence([2.3, 1.0, 0.9, 4.0, 30.0])  # halved first, then exploded
-    'fell to 0.9, then rose to 4 (1.74x its start) at step 4, peaking at 30'
     >>> found, _ = overfit_findings(OverfitRecord([2.3, 9.0, float("nan")], [10.0], 3, 1.0, 8), None, False, False)
     >>> found[0].code, "became nan at step 3" in found[0].message
     ('LR_TOO_HIGH', True)
+    >>> import torch
+    >>> from torch import nn
+    >>> pred, target = torch.randn(8, 1), torch.randn(8)
+    >>> [f.code for f in loss_input_findings(pred, target, nn.MSELoss(), autocast=False)]
+    ['BROADCAST_IN_LOSS']
+    >>> logits = torch.randn(8, 3, requires_grad=True) * 2  # raw scores, no log_softmax
+    >>> [f.code for f in loss_input_findings(logits, torch.zeros(8, dtype=torch.long), nn.NLLLoss(), False,
+    ...                                      made_by="MulBackward0")]
+    ['NLL_ON_LOGITS']
 """
 
 from __future__ import annotations
@@ -18,15 +31,333 @@ import math
 from typing import Any
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from .checks import leaves, loss_input_findings
+from .common import (
+    OVERFIT_SAMPLES,
+    REGRESSION_LOSSES,
+    class_index_shaped,
+    classes_last,
+    divergence,
+    has_values,
+    is_bce,
+    is_cross_entropy,
+    is_nll,
+    is_regression,
+    leaves,
+    one_hot_targets,
+    regression_on_labels,
+    targets_shaped_n1,
+)
+from .errors import classify_exception
 from .graph import producer
-from .probes import OverfitRecord, StepRecord
-from .report import Finding, finding
+from .records import (
+    Analysis,
+    Finding,
+    Hidden,
+    Inputs,
+    OverfitRecord,
+    ProbeRecord,
+    StaticRecord,
+    StepError,
+    StepRecord,
+    finding,
+)
 
 
-def _names(ids: list[int], names: dict[int, str], limit: int = 4) -> str:
-    items = [names.get(i, "?") for i in ids]
+# --- what reaches the loss ---------------------------------------------------------------------
+
+def label_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> Finding | None:
+    """LABEL_OUT_OF_RANGE, checked *before* the loss runs (a GPU would hit a device-side assert)."""
+    if not (pred.is_floating_point() and not target.is_floating_point() and target.dtype != torch.bool
+            and class_index_shaped(pred, target) and has_values(target)):
+        return None
+    classes = pred.shape[1]
+    valid = target[target != getattr(loss_fn, "ignore_index", -100)]
+    if valid.numel() == 0:
+        return None
+    low, high = int(valid.min()), int(valid.max())
+    if low >= 0 and high < classes:
+        return None
+    bad = int(((valid < 0) | (valid >= classes)).sum())
+    observed = (f"labels range from {low} to {high} ({bad} of {valid.numel()} out of range), but the "
+                f"model outputs {classes} scores per sample, so valid labels are 0..{classes - 1}.")
+    if low >= 1 and high == classes:
+        observed += " They look 1-based."
+    return finding("LABEL_OUT_OF_RANGE", "error", observed,
+                   f"the loss uses each label as an index into the scores: on the CPU it raises 'Target "
+                   f"{high if high >= classes else low} is out of bounds', on a GPU a device-side assert "
+                   "that breaks the whole CUDA session.",
+                   "map the labels to 0..C-1 (y - 1 for 1-based labels, or a dict from class name to "
+                   "index), or give the last layer one output per class.")
+
+
+def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool, made_by: str | None = None,
+                        reshaped_same: bool | None = None) -> list[Finding]:
+    """SOFTMAX_BEFORE_CE, NLL_ON_LOGITS, BCE_ON_LOGITS, RELU_ON_OUTPUT, BROADCAST_IN_LOSS,
+    TARGET_SHAPE and DTYPE_MISMATCH from the loss's two inputs.
+
+    ``made_by``: the operation that produced ``pred`` (see :func:`.graph.producer`);
+    ``reshaped_same``: whether the loss gives the same value with the target reshaped to the
+    prediction's shape (then it reshapes internally and nothing broadcasts)."""
+    if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
+        return []
+    found = [f for f in (label_finding(pred, target, loss_fn), target_shape_finding(pred, target, loss_fn),
+                         class_dim_finding(pred, target, loss_fn), label_layout_finding(pred, target, loss_fn),
+                         _softmax_finding(pred, target, loss_fn, made_by),
+                         _nll_finding(pred, target, loss_fn, made_by),
+                         _bce_finding(pred, loss_fn, made_by),
+                         _relu_finding(pred, target, loss_fn, made_by),
+                         _broadcast_finding(pred, target, loss_fn, reshaped_same),
+                         _dtype_finding(pred, target, loss_fn, autocast))
+             if f is not None]
+    return found
+
+
+#: Operations that end a linear or convolution layer (with its bias): their output can be any real
+#: number. (A product of probabilities, mm/bmm without a bias, may be a probability: not listed.)
+_UNBOUNDED_OPS = ("AddmmBackward0", "ConvolutionBackward0", "LinearBackward0")
+
+
+def _nll_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
+    """NLLLoss on raw scores: log-probabilities are never positive, and the graph shows no log_softmax."""
+    if not (is_nll(loss_fn) and pred.is_floating_point() and has_values(pred) and not target.is_floating_point()):
+        return None
+    if made_by is None or made_by in _SOFTMAX_OPS:  # softmax: SOFTMAX_BEFORE_CE
+        return None
+    positive = int((pred.detach() > 1e-4).sum())
+    if positive == 0:  # every value <= 0: log-probabilities (however they were made)
+        return None
+    classes = pred.shape[1] if pred.dim() >= 2 else pred.shape[0]
+    return finding("NLL_ON_LOGITS", "error",
+                   f"NLLLoss received {pred.numel()} scores over {classes} classes, {positive} of them positive "
+                   f"(up to {float(pred.detach().max()):.4g}), made by {made_by}: raw scores, not log-probabilities "
+                   "(log p is never above 0) and there is no log_softmax before the loss.",
+                   "NLLLoss only returns -input[label]: on raw scores the loss is unbounded below (it goes "
+                   "negative and keeps falling by making one score huge) and nothing normalises across classes.",
+                   "end the model with nn.LogSoftmax(dim=1) / F.log_softmax(x, dim=1), or return the raw "
+                   "scores and use nn.CrossEntropyLoss (log_softmax + NLLLoss in one, numerically stable).")
+
+
+def _bce_finding(pred: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
+    """BCELoss on the output of a linear layer (no sigmoid): decided from the graph."""
+    if not (is_bce(loss_fn) and pred.is_floating_point() and made_by in _UNBOUNDED_OPS):
+        return None
+    low, high = float(pred.detach().min()), float(pred.detach().max())
+    return finding("BCE_ON_LOGITS", "error",
+                   f"BCELoss received {pred.numel()} scores made by {made_by} (values {low:.4g} to {high:.4g}) with "
+                   "no sigmoid in between: raw scores, not probabilities.",
+                   "BCELoss takes probabilities in [0, 1]: raw scores make it raise ('all elements of input "
+                   "should be between 0 and 1'; on a GPU a device-side assert), or, while they happen to lie "
+                   "in [0, 1], train a model whose outputs are not probabilities at all.",
+                   "return the raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
+                   "numerically stable), or end the model with torch.sigmoid for nn.BCELoss.")
+
+
+def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
+    """A regression output made by ReLU, with targets below 0 that it can never reach, or dead:
+    exactly 0 for every sample, so no gradient passes."""
+    if not (made_by == "ReluBackward0" and is_regression(loss_fn) and target.is_floating_point()
+            and has_values(target) and has_values(pred)):
+        return None
+    negative = int((target < 0).sum())
+    dead = bool((pred.detach() == 0).all())
+    if negative == 0 and not dead:
+        return None
+    zeros = float((pred.detach() == 0).double().mean())
+    seen = (f"the prediction comes straight from a ReLU (>= 0 by construction; {zeros:.0%} of its "
+            f"{pred.numel()} values are exactly 0)")
+    if negative:
+        seen += f", but {negative} of {target.numel()} targets are negative (down to {float(target.min()):.4g})."
+    else:
+        seen += (f": the output is dead, the same 0 for every sample while the targets range from "
+                 f"{float(target.min()):.4g} to {float(target.max()):.4g}.")
+    return finding("RELU_ON_OUTPUT", "error", seen,
+                   "a ReLU output can never be below 0, so negative targets are out of reach, and wherever the "
+                   "ReLU outputs 0 its gradient is 0 too: when the last layer's pre-activations are all below 0 "
+                   "(an unlucky initialisation, one large step) nothing learns and predictions stick at 0.",
+                   "remove the activation after the last layer of a regression model (return the linear "
+                   "layer's output); if the target must be positive, use softplus or predict its logarithm.")
+
+
+def label_layout_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
+    """TARGET_SHAPE: one-hot integer targets for a cross-entropy loss, or integer class labels for
+    a regression loss (checked before the loss runs)."""
+    if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
+        return None
+    name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", "the loss")
+    n, c = pred.shape[0], pred.shape[1] if pred.dim() >= 2 else 0
+    if one_hot_targets(pred, target, loss_fn):
+        return finding("TARGET_SHAPE", "error",
+                       f"the targets are one-hot {target.dtype} {tuple(target.shape)} (one 1 per row), but {name} "
+                       f"expects one class index per sample, shape {(n,)}, for {tuple(pred.shape)} scores.",
+                       "integer targets with the prediction's shape are read as several targets per sample: "
+                       "the call raises '0D or 1D target tensor expected, multi-target not supported'.",
+                       "turn the one-hot rows into class indices: y = y.argmax(dim=1) (or pass probabilities "
+                       "as floats: y.float(), which CrossEntropyLoss also accepts).")
+    if regression_on_labels(pred, target, loss_fn):
+        return finding("TARGET_SHAPE", "error",
+                       f"{name} compares {tuple(pred.shape)} class scores with {target.dtype} class labels of shape "
+                       f"{tuple(target.shape)}: a regression loss on a classification target.",
+                       "a regression loss needs a target of the prediction's shape; class indices broadcast "
+                       "against the scores (or raise 'The size of tensor a must match the size of tensor b'), "
+                       "so every score is pulled toward the label number itself.",
+                       f"use nn.CrossEntropyLoss() on the scores and the labels; to keep {name}, compare with "
+                       f"one-hot targets: F.one_hot(y, {c}).float().")
+    return None
+
+
+def class_dim_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
+    """TARGET_SHAPE: a sequence prediction (N, T, C) with targets (N, T), classes in the last dim."""
+    if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor) and classes_last(pred, target, loss_fn)):
+        return None
+    n, t, c = pred.shape
+    return finding("TARGET_SHAPE", "error",
+                   f"the prediction has shape {tuple(pred.shape)} and the class labels {tuple(target.shape)}: one "
+                   f"score per class in the last dimension ({c} classes for {t} positions), but the cross-entropy "
+                   f"loss reads dimension 1 as the classes, so it sees {t} classes and expects targets of shape "
+                   f"{(n, c)}.",
+                   "for inputs with extra dimensions CrossEntropyLoss expects (N, C, d1, ...): the class scores "
+                   "must be in dimension 1. The call raises 'Expected target size ...', and when the two sizes "
+                   "happen to be equal it silently mixes positions and classes.",
+                   f"move the classes to dimension 1: loss_fn(pred.permute(0, 2, 1), y) (or pred.transpose(1, 2)), "
+                   f"or flatten both: loss_fn(pred.reshape(-1, {c}), y.reshape(-1)).")
+
+
+_SOFTMAX_OPS = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
+_SIGMOID_OPS = ("SigmoidBackward0",)
+
+
+def _softmax_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
+    """Decided from the operation that produced the loss input (its grad_fn), never from values."""
+    if made_by is None or not pred.is_floating_point():
+        return None
+    if isinstance(loss_fn, nn.BCEWithLogitsLoss) or loss_fn is F.binary_cross_entropy_with_logits:
+        if made_by not in _SIGMOID_OPS:
+            return None
+        return finding("SOFTMAX_BEFORE_CE", "error",
+                       f"the {pred.numel()} scores given to BCEWithLogitsLoss come straight from a sigmoid "
+                       f"(the last operation before the loss is {made_by}), but this loss applies the "
+                       "sigmoid itself.",
+                       "the doubled sigmoid squashes every score into (0.5, 0.73): gradients shrink "
+                       "and the loss cannot get near 0.",
+                       "return raw logits (remove the final nn.Sigmoid / torch.sigmoid); apply "
+                       "torch.sigmoid only to report probabilities. (Or keep the sigmoid and use nn.BCELoss.)")
+    ce_like = is_cross_entropy(loss_fn) or (not target.is_floating_point() and class_index_shaped(pred, target))
+    if not (ce_like and made_by in _SOFTMAX_OPS and pred.dim() >= 1):
+        return None
+    classes = pred.shape[1] if pred.dim() >= 2 else pred.shape[0]
+    if isinstance(loss_fn, nn.NLLLoss) or loss_fn is F.nll_loss:
+        return finding("SOFTMAX_BEFORE_CE", "error",
+                       f"NLLLoss received the output of a softmax over {classes} classes (the last operation "
+                       f"before the loss is {made_by}) instead of log-probabilities.",
+                       "NLLLoss returns -input[label]: on probabilities that is -p, not -log p, so the "
+                       "gradients are wrong and confident mistakes are barely punished.",
+                       "end the model with log_softmax(dim=1) instead of softmax, or return logits and "
+                       "use nn.CrossEntropyLoss.")
+    floor = math.log(1 + (classes - 1) / math.e) if classes >= 2 else 0.0
+    return finding("SOFTMAX_BEFORE_CE", "error",
+                   f"the scores given to the loss come straight from a softmax (the last operation before "
+                   f"the loss is {made_by}): they are probabilities over {classes} classes. CrossEntropyLoss "
+                   f"applies log_softmax itself, so with {classes} classes the loss can never fall below "
+                   f"{floor:.3f}.",
+                   "softmax is applied twice: the scores are squashed into [0, 1], gradients shrink "
+                   "and training crawls, then stalls at a high loss.",
+                   "return raw logits from the model (remove the final nn.Softmax / .softmax(dim=1)); "
+                   "CrossEntropyLoss expects logits. Use softmax only to report probabilities.")
+
+
+def _shape_fix(pred: torch.Tensor, target: torch.Tensor) -> str:
+    p, t = tuple(pred.shape), tuple(target.shape)
+    if p == t + (1,):
+        return (f"give the target the prediction's shape: y = y.unsqueeze(1) (or compare pred.squeeze(1) with y); "
+                f"both are then {p}")
+    if t == p + (1,):
+        return f"drop the target's extra dimension: y = y.squeeze(1), so both are {p}"
+    if pred.numel() == target.numel():
+        return f"reshape one to the other: y = y.view_as(pred) (both {p})"
+    return "make the shapes equal before the loss (check which dimension is the batch)"
+
+
+def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
+                       reshaped_same: bool | None) -> Finding | None:
+    if pred.shape == target.shape or pred.dim() == 0 or target.dim() == 0:
+        return None
+    if not target.is_floating_point() and class_index_shaped(pred, target):
+        return None
+    if reshaped_same:  # the loss reshapes internally: same value with matching shapes
+        return None
+    if isinstance(loss_fn, (nn.BCELoss, nn.BCEWithLogitsLoss)) or loss_fn in (
+            F.binary_cross_entropy, F.binary_cross_entropy_with_logits):
+        return None  # these never broadcast: they raise (TARGET_SHAPE), see the BCE size check
+    known = isinstance(loss_fn, REGRESSION_LOSSES) or loss_fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss)
+    if reshaped_same is None and not known and pred.numel() != target.numel():
+        return None
+    try:
+        shape = torch.broadcast_shapes(pred.shape, target.shape)
+    except RuntimeError:
+        return None
+    if tuple(shape) in (tuple(pred.shape), tuple(target.shape)) and pred.numel() != target.numel():
+        return None  # one side is expanded on purpose (e.g. one target for many predictions)
+    terms = math.prod(shape)
+    return finding("BROADCAST_IN_LOSS", "error",
+                   f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ; "
+                   f"inside the loss they broadcast to {tuple(shape)}: {terms} terms instead of "
+                   f"{max(pred.numel(), target.numel())}.",
+                   "every prediction is compared with every target instead of its own: the loss looks "
+                   "plausible, but its gradient pulls all predictions toward the average target, so the "
+                   "model cannot fit (MSELoss only warns once).",
+                   _shape_fix(pred, target) + "; keep `assert pred.shape == y.shape` in your training step.")
+
+
+def target_shape_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
+    """TARGET_SHAPE: class-index targets shaped (N, 1) for a (N, C) prediction (checked before the loss)."""
+    if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)
+            and targets_shaped_n1(pred, target, loss_fn)):
+        return None
+    want = (pred.shape[0], *pred.shape[2:])
+    return finding("TARGET_SHAPE", "error",
+                   f"the class labels have shape {tuple(target.shape)} for a prediction of shape "
+                   f"{tuple(pred.shape)}; {type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else 'cross_entropy'} "
+                   f"expects one class index per sample, shape {want}.",
+                   "with an extra dimension of size 1 the loss reads the target as a multi-dimensional "
+                   "one and raises '0D or 1D target tensor expected, multi-target not supported'.",
+                   "drop the extra dimension: y = y.squeeze(1) (or y.view(-1)); best in the dataset, "
+                   "so each label is a plain integer.")
+
+
+def _dtype_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, autocast: bool) -> Finding | None:
+    if not pred.is_floating_point():
+        return None
+    if is_cross_entropy(loss_fn) and target.is_floating_point() and class_index_shaped(pred, target):
+        return finding("DTYPE_MISMATCH", "error",
+                       f"the class labels are {target.dtype} with shape {tuple(target.shape)}, but "
+                       f"{type(loss_fn).__name__} expects int64 class indices for that shape.",
+                       "float targets are read as per-class probabilities, which must have the "
+                       "prediction's shape; this call raises 'expected target dtype to be Long'.",
+                       "convert the labels: y = y.long() (and create them as torch.int64 in the dataset).")
+    if isinstance(loss_fn, REGRESSION_LOSSES) and not target.is_floating_point():
+        return finding("DTYPE_MISMATCH", "warning" if isinstance(loss_fn, (nn.MSELoss, nn.L1Loss)) else "error",
+                       f"the targets are {target.dtype} but {type(loss_fn).__name__} compares them with "
+                       f"{pred.dtype} predictions.",
+                       "losses on continuous values expect float targets: some promote silently, "
+                       "BCE losses raise a dtype error.",
+                       f"convert the targets: y = y.to({pred.dtype}).")
+    if target.is_floating_point() and target.dtype != pred.dtype and not autocast:
+        return finding("DTYPE_MISMATCH", "warning",
+                       f"the prediction is {pred.dtype} but the target is {target.dtype}, so the loss is "
+                       f"computed in {torch.promote_types(pred.dtype, target.dtype)}.",
+                       "silent type promotion: slower, more memory, and usually a sign that the targets "
+                       "came from a NumPy float64 array.",
+                       f"convert the targets once: y = y.to({pred.dtype}).")
+    return None
+
+
+# --- what the step did ------------------------------------------------------------------------
+
+def _names(ids: list[int], labels: dict[int, str], limit: int = 4) -> str:
+    items = [labels.get(i, "?") for i in ids]
     return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
@@ -34,20 +365,70 @@ def _lr(lrs: list[float]) -> str:
     return " / ".join(f"{lr:.3g}" for lr in lrs)
 
 
-def step_findings(record: StepRecord, loss_fn: Any, target: Any, standard: bool) -> list[Finding]:
-    """Findings from :func:`probe_step`: loss inputs, NaN/Inf, gradient flow, zero_grad, eval mode."""
+def registration_findings(hidden: list[Hidden], reached: set[int] | None) -> list[Finding]:
+    """PARAMS_NOT_REGISTERED from the static record's hidden tensors: all of them when no step ran
+    (``reached`` None), else only those the loss reaches (a frozen teacher hidden on purpose is fine)."""
+    kept = []
+    for item in hidden:
+        keep = [i for i, tid in enumerate(item.ids) if reached is None or tid in reached]
+        if keep:
+            kept.append((item, keep))
+    if not kept:
+        return []
+    count = sum(len(keep) for _, keep in kept)
+    covered = all(item.in_optimizer[i] for item, keep in kept for i in keep)
+    where = "; ".join(f"{item.label} ({item.kind}, {len(keep)} tensor(s), "
+                      f"{sum(item.numels[i] for i in keep):,} values)" for item, keep in kept[:4])
+    observed = (f"{count} tensor(s) that require gradients are not registered parameters of the model: "
+                f"{where}. model.parameters() does not list them"
+                + (", but the optimizer holds them." if covered else ", and the optimizer does not hold them."))
+    why = ("nn.Module only registers layers assigned directly as attributes or kept in nn.ModuleList / "
+           "nn.ModuleDict (tensors: nn.Parameter). Layers in a plain Python list or dict "
+           + ("are trained here only because you passed them to the optimizer by hand, but " if covered else
+              "keep their random initial weights (an optimizer built from model.parameters() never updates "
+              "them), and ")
+           + "model.to(device), model.train()/eval() and state_dict() skip them.")
+    return [finding("PARAMS_NOT_REGISTERED", "warning" if covered else "error", observed, why,
+                    "wrap the list: self.layers = nn.ModuleList([...]) (a dict: nn.ModuleDict({...})); wrap "
+                    "tensors: self.w = nn.Parameter(torch.randn(...)); then build the optimizer from "
+                    "model.parameters().")]
+
+
+def _context(inputs: Inputs) -> str:
+    """The shapes and dtypes that an error message is read against."""
+    param = next((p for p in inputs.model.parameters()), None)
+    parts = [f"{name} are {t.dtype} {tuple(t.shape)}" for name, t in (("inputs", inputs.x), ("targets", inputs.y))
+             if isinstance(t, torch.Tensor)]
+    if param is not None:
+        parts.append(f"parameters are {param.dtype} on {param.device}")
+    return ("Here " + ", ".join(parts) + ".") if parts else ""
+
+
+def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> list[Finding]:
+    """Findings from :func:`.probes.probe_step`: loss inputs, NaN/Inf, gradient flow, zero_grad, eval mode."""
+    loss_fn, target = inputs.loss_fn, inputs.y
     found: list[Finding] = []
-    if record.loss_calls:
-        call = record.loss_calls[0]
+    call = (record.loss_calls[0] if record.loss_calls else
+            record.error.call if record.error is not None and record.error.call is not None else None)
+    if call is not None:
         found += loss_input_findings(call.pred, call.target, loss_fn, call.autocast, call.producer,
                                      call.reshaped_same)
     elif record.model_outputs and isinstance(target, torch.Tensor):  # the step bypassed loss_fn
         out = record.model_outputs[0]
         if isinstance(out, torch.Tensor):
             found += loss_input_findings(out.detach(), target, loss_fn, autocast=True, made_by=producer(out))
-    found += record.registration
+    if not record.loss_calls and record.graph is not None and record.graph.softmax_then_log:
+        found.append(finding(
+            "SOFTMAX_BEFORE_CE", "error",
+            "the graph of the loss your step back-propagates shows a log_softmax (cross_entropy / NLLLoss) "
+            "applied to the output of a softmax: the loss is computed on probabilities.",
+            "cross_entropy applies log_softmax itself: on probabilities the softmax is applied twice, the "
+            "scores are squashed into [0, 1], gradients shrink and training stalls at a high loss.",
+            "return raw logits from the model (remove the final softmax) and give them to cross_entropy; "
+            "use softmax only to report probabilities."))
+    found += registration_findings(static.hidden, record.reached)
     if record.error is not None:
-        return found + [_explain_error(record)]
+        return found + [_explain_error(record, loss_fn, _context(inputs), target)]
     if record.returned is not None:
         return found + [finding("STEP_FAILED", "error",
                                 f"your train_step returned {record.returned}, not the loss, and never "
@@ -58,11 +439,37 @@ def step_findings(record: StepRecord, loss_fn: Any, target: Any, standard: bool)
                                 "`return loss.item()`.")]
     found += _nonfinite(record)
     found += _rnn_layout(record)
-    found += _foreign_leaves(record)
-    found += _gradient_flow(record)
+    found += _foreign_leaves(record, static.hidden)
+    found += _gradient_flow(record, loss_fn)
     found += _zero_grad(record)
-    found += _eval_mode(record, standard)
+    found += _eval_mode(record, inputs.standard)
     return found
+
+
+def guard_finding(error: StepError, loss_fn: Any) -> Finding | None:
+    """The finding for a loss call the probes stopped before it ran (see :func:`.common.loss_guard`)."""
+    call = error.call
+    if call is None:
+        return None
+    pred, target = call.pred, call.target
+    if error.guard == "labels":
+        return label_finding(pred, target, loss_fn)
+    if error.guard == "target_n1":
+        return target_shape_finding(pred, target, loss_fn)
+    if error.guard == "class_dim":
+        return class_dim_finding(pred, target, loss_fn)
+    if error.guard in ("one_hot", "regression_labels"):
+        return label_layout_finding(pred, target, loss_fn)
+    if error.guard == "bce_range":
+        made = f" made by {call.producer}" if call.producer else ""
+        return finding("BCE_ON_LOGITS", "error",
+                       f"BCELoss received {pred.numel()} scores{made} with values from {float(pred.min()):.4g} to "
+                       f"{float(pred.max()):.4g}, outside [0, 1]: raw scores, not probabilities.",
+                       "BCELoss takes probabilities: here it raises 'all elements of input should be between 0 "
+                       "and 1', and on a GPU the same call is a device-side assert that breaks the CUDA session.",
+                       "return the raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
+                       "numerically stable), or end the model with torch.sigmoid for nn.BCELoss.")
+    return None
 
 
 def _output_requires_grad(record: StepRecord) -> bool | None:
@@ -71,14 +478,23 @@ def _output_requires_grad(record: StepRecord) -> bool | None:
     return any(t.requires_grad for _, t in leaves(record.model_outputs[0]))
 
 
-def _explain_error(record: StepRecord) -> Finding:
+def _explain_error(record: StepRecord, loss_fn: Any, context: str, target: Any = None) -> Finding:
     """The step's error, made specific where the records say more than the exception."""
-    error = record.error
-    assert error is not None
+    assert record.error is not None
+    guarded = guard_finding(record.error, loss_fn) if record.error.guard else None
+    if guarded is not None:
+        return guarded
+    error = classify_exception(record.error, context)
+    out = record.model_outputs[0] if record.model_outputs else None
+    if error.code == "TARGET_SHAPE" and isinstance(out, torch.Tensor) and isinstance(target, torch.Tensor) \
+            and out.shape != target.shape:
+        observed, why, _ = error.parts()
+        return finding("TARGET_SHAPE", "error", observed, why,
+                       f"the model's output is {tuple(out.shape)} and the target {tuple(target.shape)}: "
+                       + _shape_fix(out, target) + ".")
     if error.code != "NO_GRAD_FLOW":
         return error
     call = record.loss_calls[0] if record.loss_calls else None
-    out = record.model_outputs[0] if record.model_outputs else None
     out_int = isinstance(out, torch.Tensor) and not out.is_floating_point() and not out.is_complex()
     pred_cut = call is not None and not call.requires_grad and _output_requires_grad(record)
     if not (out_int or pred_cut):
@@ -117,16 +533,15 @@ def _rnn_layout(record: StepRecord) -> list[Finding]:
     return []
 
 
-def _foreign_leaves(record: StepRecord) -> list[Finding]:
+def _foreign_leaves(record: StepRecord, hidden: list[Hidden]) -> list[Finding]:
     """Tensors the loss depends on that get gradients but are parameters of neither the model nor
-    the optimizer: layers created inside forward() or kept outside the module."""
-    if record.graph is None or not record.graph.complete:
-        return []
-    copied = set(record.names) | record.optimizer_ids
-    foreign = [t for t in record.graph.leaves if id(t) not in copied and t.requires_grad]
+    the optimizer, nor hidden attributes of the model: layers created inside forward() or kept
+    outside the module."""
+    known = {tid for item in hidden for tid in item.ids}
+    foreign = [shape for shape, original in record.foreign if original is None or original not in known]
     if not foreign:
         return []
-    shapes = ", ".join(str(tuple(t.shape)) for t in foreign[:4]) + (" ..." if len(foreign) > 4 else "")
+    shapes = ", ".join(str(shape) for shape in foreign[:4]) + (" ..." if len(foreign) > 4 else "")
     return [finding("PARAMS_NOT_REGISTERED", "error",
                     f"the loss depends on {len(foreign)} tensor(s) that receive gradients but are not parameters "
                     f"of the model or the optimizer (shapes {shapes}).",
@@ -158,7 +573,22 @@ def _nonfinite(record: StepRecord) -> list[Finding]:
                     "every output and every loss is NaN.", fix)]
 
 
-def _gradient_flow(record: StepRecord) -> list[Finding]:
+def _graph_reaches(record: StepRecord) -> bool:
+    """The loss's graph was walked completely and reaches every trainable parameter."""
+    if record.graph is None or not record.graph.complete or not record.trainable:
+        return False
+    leaves = {id(t) for t in record.graph.leaves}
+    return all(id(p) in leaves for p in record.trainable)
+
+
+def _dead_relu_output(record: StepRecord, loss_fn: Any) -> bool:
+    """The loss input is a regression output from a ReLU that is 0 everywhere (RELU_ON_OUTPUT)."""
+    call = record.loss_calls[0] if record.loss_calls else None
+    return (call is not None and call.producer == "ReluBackward0" and is_regression(loss_fn)
+            and has_values(call.pred) and bool((call.pred == 0).all()))
+
+
+def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
     if not record.trainable:
         return []
     never = [id(p) for p in record.trainable if record.accumulated.get(id(p), 0) == 0]
@@ -166,6 +596,15 @@ def _gradient_flow(record: StepRecord) -> list[Finding]:
     if never:
         observed = (f"{len(never)} of {total} trainable parameter tensors never received a gradient "
                     f"during the step: {_names(never, record.names)}.")
+        if len(never) == total and _graph_reaches(record):
+            return [finding("NO_GRAD_FLOW", "error",
+                            f"the loss's graph reaches all {total} trainable parameter tensors, but none of them "
+                            "received a gradient during the step: loss.backward() was never called (or was "
+                            "called on another tensor).",
+                            "optimizer.step() only uses the gradients that backward() stores in .grad: without "
+                            "them the update does nothing (or reuses stale gradients) and the model never learns.",
+                            "call loss.backward() on the loss of this batch, between optimizer.zero_grad() and "
+                            "optimizer.step().")]
         if len(never) == total:
             observed += " If your train_step uses a global model instead of its `model` argument, fix that first."
         return [finding("NO_GRAD_FLOW", "error", observed,
@@ -175,6 +614,8 @@ def _gradient_flow(record: StepRecord) -> list[Finding]:
                         "torch.no_grad() inside forward, and for layers that forward() never uses.")]
     first = record.increments[0] if record.increments else {}
     if first and all(not bool(g.any()) for g in first.values()):
+        if _dead_relu_output(record, loss_fn):
+            return []  # RELU_ON_OUTPUT says why
         ops = record.graph.zero_gradient_ops if record.graph is not None else []
         if ops:
             return [finding("NON_DIFFERENTIABLE", "error",
@@ -190,6 +631,19 @@ def _gradient_flow(record: StepRecord) -> list[Finding]:
                         "constant output, a multiplication by 0) gives nothing to learn from.",
                         "print the model's output for a few samples; check for all-zero activations "
                         "and for operations with a zero derivative between the model and the loss.")]
+    ops = record.graph.zero_gradient_ops if record.graph is not None else []
+    zero = [pid for pid, g in first.items() if not bool(g.any())]
+    if first and ops and zero:
+        return [finding("NON_DIFFERENTIABLE", "error",
+                        f"{len(zero)} of {total} parameter tensors got a gradient of exactly zero "
+                        f"({_names(zero, record.names)}) while the others did not: the loss reaches them only "
+                        f"through {', '.join(ops)}, whose derivative is 0 everywhere.",
+                        "round, floor, sign and similar steps are flat almost everywhere: every layer before "
+                        "them gets a zero gradient and keeps its initial weights, while the layers after "
+                        "them learn.",
+                        "replace the step by a differentiable one while training (tanh or sigmoid instead of "
+                        "sign, the raw value instead of round), or use a straight-through estimator: "
+                        "x + (x.round() - x).detach(); quantise only for predictions.")]
     if not record.step_grads:
         return []
     at_step = record.step_grads[0]
@@ -249,30 +703,6 @@ def _eval_mode(record: StepRecord, standard: bool) -> list[Finding]:
                     "model.eval(), so switch back). Freezing BatchNorm on purpose? Then ignore this.")]
 
 
-def divergence(losses: list[float]) -> str | None:
-    """How the loss diverged ("became nan at step 4", "rose to ... at step 2"), or None.
-
-    Diverged: a non-finite loss, a loss above twice its start, or a loss that first halved and
-    then climbed back above 1.5 times its start."""
-    start = losses[0]
-    best = math.inf
-    for step, value in enumerate(losses, start=1):
-        if not math.isfinite(value):
-            low = f"after falling to {best:.4g}, " if start > 0 and best <= 0.5 * start else ""
-            return f"{low}became {value} at step {step}"
-        halved = start > 0 and best <= 0.5 * start
-        if start > 0 and (value > 2 * start or (halved and value > 1.5 * start)):
-            how = (f"fell to {best:.4g}, then rose to {value:.4g} ({value / start:.3g}x its start) at step {step}"
-                   if halved else f"rose to {value:.4g} ({value / start:.3g}x its start) at step {step}")
-            later = next(((n, v) for n, v in enumerate(losses, start=1) if not math.isfinite(v)), None)
-            if later:
-                return how + f" and became {later[1]} at step {later[0]}"
-            peak = max(losses)
-            return how + (f", peaking at {peak:.4g}" if peak > value else "")
-        best = min(best, value)
-    return None
-
-
 def _summary(record: OverfitRecord) -> str:
     losses, lr = record.losses, _lr(record.lrs)
     start = losses[0]
@@ -296,7 +726,6 @@ def _outcome(record: OverfitRecord) -> str:
 def chance_level(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> tuple[float, float, str] | None:
     """(chance loss, largest spread of the predicted probabilities across samples, what chance is)
     for classification losses; None for other losses."""
-    from .checks import class_index_shaped, is_cross_entropy
     p = pred.detach().double()
     if (is_cross_entropy(loss_fn) or not target.is_floating_point()) and class_index_shaped(p, target) \
             and not target.is_floating_point() and p.shape[1] >= 2:
@@ -350,7 +779,8 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
                      input_warning: bool, loss_fn: Any = None) -> tuple[list[Finding], list[str]]:
     """LR_TOO_HIGH / CANNOT_OVERFIT_BATCH / STUCK_AT_CHANCE from the one-batch probe (``other``: lr x10 or /10)."""
     if main.error is not None:
-        return [main.error], []
+        guarded = guard_finding(main.error, loss_fn) if main.error.guard else None
+        return [guarded or classify_exception(main.error)], []
     if not main.losses:
         return [], []
     summary, start = _summary(main), main.losses[0]
@@ -397,3 +827,75 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
                     "will not work either (the 'loss will not go down' checklist).",
                     "if lr x10 helped, raise the learning rate; otherwise check that the targets match "
                     "the inputs, that every layer gets gradients, and that the loss fits the task.")], notes
+
+
+def _unchecked(record: StepRecord, inputs: Inputs) -> list[str]:
+    """What could not be checked, and why (notes, never a guessed cause)."""
+    notes = []
+    if record.error is None and record.returned is None and not record.loss_calls:
+        notes.append("could not check what reached the loss (a softmax or sigmoid before it, the label range, "
+                     "the shapes) from the loss call itself, because the step never called the loss_fn argument "
+                     "with a prediction and a target"
+                     + ("; the model's output was checked against the batch's targets instead." if
+                        record.model_outputs and isinstance(inputs.y, torch.Tensor) else "."))
+    call = record.loss_calls[0] if record.loss_calls else None
+    if (call is not None and is_cross_entropy(inputs.loss_fn) and call.pred.dim() == 3 and call.target.dim() == 2
+            and not call.target.is_floating_point() and call.pred.shape[1] == call.pred.shape[2]
+            and tuple(call.target.shape) == tuple(call.pred.shape[:2])):
+        notes.append(f"could not check whether the scores {tuple(call.pred.shape)} hold the classes in dimension 1, "
+                     "as the loss expects, because dimensions 1 and 2 have the same size (if the classes are "
+                     "last, use pred.permute(0, 2, 1)).")
+    return notes
+
+
+def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analysis:
+    """Stage 3: the findings, notes and measurements from the static record and the probes."""
+    result = Analysis(list(static.findings),
+                      [f"the probes ran {'the standard step' if inputs.standard else 'your train_step'} on copies "
+                       "of your model, optimizer and batch."] + static.notes)
+    if probes.copy_failed is not None:
+        result.notes = []
+        result.findings.append(finding(
+            "NOT_CHECKED", "warning",
+            f"the probes run on deep copies of the 4 objects (model, optimizer, batch and loss_fn), "
+            f"but copying failed ({probes.copy_failed}), so no training step was checked.",
+            "the doctor never trains your own objects.",
+            "find the attribute that cannot be copied (e.g. copy.deepcopy(model) raises the "
+            "same error) and keep it outside the model, or run diagnose() on a freshly built model."))
+        return result
+    record = probes.step
+    if static.stop is not None or record is None:
+        result.findings += registration_findings(static.hidden, None)
+        return result
+    result.notes += [note + "." for note in probes.notes]
+    codes = static.codes
+    result.findings += [f for f in step_findings(record, static, inputs) if f.code not in codes]
+    result.notes += _unchecked(record, inputs)
+    measured = result.measurements
+    if record.losses:
+        measured["initial_loss"] = record.losses[0]
+        grads = [g for g in (record.step_grads[0].values() if record.step_grads else
+                             record.increments[0].values() if record.increments else []) if g is not None]
+        if grads:
+            norm = float(torch.linalg.vector_norm(torch.stack([g.double().norm() for g in grads])))
+            measured["grad_norm"] = norm
+            result.notes.append(f"one step: loss {record.losses[0]:.4g}, total gradient norm {norm:.4g} "
+                                f"over {len(grads)} parameter tensors.")
+    if probes.overfit is not None:
+        measured["step_budget"] = probes.budget
+        if probes.whole_batch:
+            result.notes.append(f"the step failed on the batch's first {OVERFIT_SAMPLES} samples, so "
+                                "the one-batch probe used the whole batch.")
+        measured["overfit_losses"] = probes.overfit.losses
+        if probes.second is not None:
+            measured["second_opinion_losses"] = probes.second.losses
+        blocked = any(f.severity == "error" for f in result.findings)
+        new, extra = overfit_findings(probes.overfit, probes.second, blocked,
+                                      input_warning=any(f.code == "INPUT_NOT_NORMALIZED" for f in result.findings),
+                                      loss_fn=inputs.loss_fn)
+        result.findings += new
+        result.notes += extra
+    elif record.error is not None or record.returned is not None:
+        result.notes.append("could not check whether the model can fit one batch, because the step did not "
+                            "run to the end.")
+    return result

@@ -17,6 +17,10 @@ the classic troubleshooting table and the "loss will not go down" checklist into
 
 Codes are stable strings (:data:`.report.CODES`); ``Report.codes`` is their set.
 
+The stages run one after the other, each handing the next a plain record (:mod:`.records`):
+:func:`.checks.static_checks` -> :func:`.probes.run_probes` -> :func:`.analysis.analyse` ->
+:func:`.report.build_report`.
+
 Example:
     >>> import torch
     >>> from torch import nn
@@ -37,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import inspect
-import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,71 +48,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from .analysis import divergence, overfit_findings, step_findings
-from .checks import device_findings, input_findings, leaves, optimizer_findings, registration_findings
-from .probes import CopyFailed, preserved_state, probe_overfit, probe_step, step_budget
-from .report import Finding, Report, finding
+from .analysis import analyse
+from .checks import static_checks
+from .common import MAX_STEPS, OVERFIT_SAMPLES, first_samples, leaves, split_batch, standard_step
+from .probes import preserved_state, run_probes
+from .records import Analysis, Inputs, StaticRecord, finding
+from .report import Report, build_report
 
 __all__ = ["MAX_STEPS", "OVERFIT_SAMPLES", "diagnose", "first_samples", "split_batch", "standard_step"]
 
-#: The one-batch overfitting probe trains on this many samples (fast, and easy to memorise).
-OVERFIT_SAMPLES = 16
 #: Models with fewer parameters are probed with one torch thread (restored afterwards).
 SMALL_MODEL = 2_000_000
-#: The most steps the one-batch probe runs (small models; larger ones get fewer, see step_budget).
-MAX_STEPS = 60
-_PAIRS = [("x", "y"), ("input", "target"), ("inputs", "targets"), ("image", "label"),
-          ("images", "labels"), ("features", "target"), ("features", "targets")]
-
-
-def split_batch(batch: Any) -> tuple[Any, Any] | None:
-    """(inputs, targets) from a batch: a pair ``(x, y)`` or a dict such as ``{"x": ..., "y": ...}``.
-
-    >>> split_batch((1, 2)), split_batch({"image": 1, "label": 2}), split_batch([1, 2, 3])
-    ((1, 2), (1, 2), None)
-    """
-    if isinstance(batch, (tuple, list)) and len(batch) == 2:
-        return batch[0], batch[1]
-    if isinstance(batch, dict):
-        for x_key, y_key in _PAIRS:
-            if x_key in batch and y_key in batch:
-                return batch[x_key], batch[y_key]
-    return None
-
-
-def first_samples(batch: Any, n: int) -> Any:
-    """The first ``n`` samples of every tensor in the batch (the batch itself when it is not larger,
-    or when its tensors do not share one leading size).
-
-    >>> x, y = first_samples((torch.zeros(64, 3), torch.zeros(64)), 16)
-    >>> x.shape, y.shape
-    (torch.Size([16, 3]), torch.Size([16]))
-    """
-    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
-    if len(sizes) != 1 or next(iter(sizes)) <= n:
-        return batch
-
-    def cut(obj: Any) -> Any:
-        if isinstance(obj, torch.Tensor):
-            return obj[:n] if obj.dim() > 0 else obj
-        if isinstance(obj, dict):
-            return {key: cut(value) for key, value in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            items = [cut(value) for value in obj]
-            return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-        return obj
-    return cut(batch)
-
-
-def standard_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer, loss_fn: Any) -> Any:
-    """The textbook step diagnose() runs without a ``train_step``. It leaves the model's
-    train/eval mode as it is (so a model passed in eval mode trains in eval mode)."""
-    x, y = split_batch(batch)  # type: ignore[misc]
-    optimizer.zero_grad()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss.detach()
 
 
 def _argument_problem(model: Any, loss_fn: Any, optimizer: Any, batch: Any, train_step: Any) -> str | None:
@@ -155,15 +104,6 @@ def _argument_problem(model: Any, loss_fn: Any, optimizer: Any, batch: Any, trai
     return None
 
 
-def _context(x: Any, y: Any, model: nn.Module) -> str:
-    param = next((p for p in model.parameters()), None)
-    parts = [f"{name} are {t.dtype} {tuple(t.shape)}" for name, t in (("inputs", x), ("targets", y))
-             if isinstance(t, torch.Tensor)]
-    if param is not None:
-        parts.append(f"parameters are {param.dtype} on {param.device}")
-    return ("Here " + ", ".join(parts) + ".") if parts else ""
-
-
 def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.optim.Optimizer, batch: Any,
              train_step: Callable[..., Any] | None = None, *, max_steps: int = MAX_STEPS) -> Report:
     """Check a training setup on copies and return a :class:`Report` (see the module docstring).
@@ -178,100 +118,27 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
     if problem:
         raise TypeError(problem)
     started = time.perf_counter()
-    notes = [(f"the probes ran {'your train_step' if train_step else 'the standard step'} on copies "
-              "of your model, optimizer and batch.")]
-    measurements: dict[str, Any] = {}
-    found: list[Finding] = []
+    x, y = split_batch(batch) or (None, None)
+    inputs = Inputs(model, loss_fn, optimizer, batch, train_step if train_step is not None else standard_step,
+                    train_step is None, x, y, max(1, int(max_steps)))
     threads = torch.get_num_threads()
+    static = StaticRecord()
     try:
         if sum(p.numel() for p in model.parameters()) < SMALL_MODEL:
             torch.set_num_threads(1)  # small models: fastest on one thread, and the same numbers on any machine
         with preserved_state():
-            _run(model, loss_fn, optimizer, batch, train_step, max(1, int(max_steps)), found, notes, measurements)
-    except CopyFailed as exc:
-        notes.clear()
-        found.append(finding("NOT_CHECKED", "warning",
-                             f"the probes run on deep copies of the 4 objects (model, optimizer, batch and loss_fn), "
-                             f"but copying failed ({exc}), so no training step was checked.",
-                             "the doctor never trains your own objects.",
-                             "find the attribute that cannot be copied (e.g. copy.deepcopy(model) raises the "
-                             "same error) and keep it outside the model, or run diagnose() on a freshly built model."))
+            static = static_checks(inputs)
+            probes = run_probes(inputs, static)
+            result = analyse(inputs, static, probes)
     except Exception as exc:  # noqa: BLE001 -- never raise from deep inside: say what could not be checked
-        found.append(finding("NOT_CHECKED", "warning",
-                             f"the doctor's own checks stopped with {type(exc).__name__}: {str(exc)[:200]}; "
-                             f"the findings above are what it could check before that.",
-                             "an unusual model, batch or step layout that the probes do not handle.",
-                             "run your step once by hand and read the traceback; report the setup if it "
-                             "trains correctly by hand."))
+        result = Analysis(list(static.findings), list(static.notes))
+        result.findings.append(finding(
+            "NOT_CHECKED", "warning",
+            f"the doctor's own checks stopped with {type(exc).__name__}: {str(exc)[:200]}; "
+            f"the findings above are what it could check before that.",
+            "an unusual model, batch or step layout that the probes do not handle.",
+            "run your step once by hand and read the traceback; report the setup if it "
+            "trains correctly by hand."))
     finally:
         torch.set_num_threads(threads)
-    measurements["seconds"] = time.perf_counter() - started
-    unique: dict[str, Finding] = {}
-    for item in found:
-        unique.setdefault(item.code, item)
-    return Report(list(unique.values()), notes, measurements)
-
-
-def _run(model: nn.Module, loss_fn: Any, optimizer: torch.optim.Optimizer, batch: Any, train_step: Any,
-         max_steps: int, found: list[Finding], notes: list[str], measurements: dict[str, Any]) -> None:
-    """The stages: static checks, the instrumented step, the one-batch probe (appending to ``found``)."""
-    step = train_step if train_step is not None else standard_step
-    x, y = split_batch(batch) or (None, None)
-    if x is None and isinstance(batch, torch.Tensor):
-        x = batch
-    found += optimizer_findings(model, optimizer) + device_findings(model, batch, loss_fn)
-    if "DEVICE_MISMATCH" not in {f.code for f in found}:
-        found += input_findings(x, model)
-    codes = {f.code for f in found}
-    on_meta = any(t.device.type == "meta" for _, t in leaves(batch))
-    if "DEVICE_MISMATCH" in codes or on_meta:
-        if on_meta and "DEVICE_MISMATCH" not in codes:
-            notes.append("the batch is on the meta device (shapes only): no step could run.")
-        found += registration_findings(model, optimizer)
-        return
-    copy_notes: list[str] = []
-    record = probe_step(model, optimizer, batch, loss_fn, step, context=_context(x, y, model), notes=copy_notes)
-    notes += [n + "." for n in copy_notes]
-    found += [f for f in step_findings(record, loss_fn, y, train_step is None) if f.code not in codes]
-    if record.losses:
-        measurements["initial_loss"] = record.losses[0]
-        grads = [g for g in (record.step_grads[0].values() if record.step_grads else
-                             record.increments[0].values() if record.increments else []) if g is not None]
-        if grads:
-            norm = float(torch.linalg.vector_norm(torch.stack([g.double().norm() for g in grads])))
-            measurements["grad_norm"] = norm
-            notes.append(f"one step: loss {record.losses[0]:.4g}, total gradient norm {norm:.4g} "
-                         f"over {len(grads)} parameter tensors.")
-    if record.error is None and record.returned is None and record.losses and math.isfinite(record.losses[0]):
-        n_params = sum(p.numel() for p in model.parameters())
-        per_sample = record.activations / max(record.samples, 1)
-        budget = step_budget(n_params, per_sample, min(record.samples or OVERFIT_SAMPLES, OVERFIT_SAMPLES), max_steps)
-        measurements["step_budget"] = budget
-        found += _overfit(model, optimizer, batch, loss_fn, step, budget, found, notes, measurements)
-    elif record.error is not None or record.returned is not None:
-        notes.append("could not check whether the model can fit one batch, because the step did not run to the end.")
-
-
-def _overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any, step: Any,
-             max_steps: int, found: list[Finding], notes: list[str], measurements: dict) -> list[Finding]:
-    blocked = any(f.severity == "error" for f in found)
-    small = first_samples(batch, OVERFIT_SAMPLES)
-    main = probe_overfit(model, optimizer, small, loss_fn, step, max_steps)
-    if main.error is not None and small is not batch:  # e.g. a state or a view(batch_size, -1) tied to the batch size
-        notes.append(f"the step failed on the batch's first {OVERFIT_SAMPLES} samples, so the one-batch probe "
-                     "used the whole batch.")
-        small = batch
-        main = probe_overfit(model, optimizer, small, loss_fn, step, max_steps)
-    measurements["overfit_losses"] = main.losses
-    other = None
-    if not blocked and main.error is None and main.losses and main.step_calls and main.changed:
-        scale = 0.1 if divergence(main.losses) else 10.0
-        if scale < 1 or main.losses[0] > 0 and min(main.losses) > 0.9 * main.losses[0]:
-            other = probe_overfit(model, optimizer, small, loss_fn, step, max(max_steps // 2, 1), lr_scale=scale)
-    if other is not None:
-        measurements["second_opinion_losses"] = other.losses
-    new, extra = overfit_findings(main, other, blocked,
-                                  input_warning=any(f.code == "INPUT_NOT_NORMALIZED" for f in found),
-                                  loss_fn=loss_fn)
-    notes += extra
-    return new
+    return build_report(result, time.perf_counter() - started)

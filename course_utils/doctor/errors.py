@@ -1,7 +1,8 @@
-"""The training doctor's reading of an error raised by the learner's training step.
+"""Part of the analysis stage: the training doctor's reading of an error raised by the learner's
+training step (recorded by the probes as a :class:`.records.StepError`).
 
-When the step fails, the exception message decides the finding's code (device, dtype, label
-range, broken graph), and the traceback gives the learner's own line that raised it.
+The exception message decides the finding's code (device, dtype, label range, broken graph), and
+the recorded traceback line names the learner's own line that raised it.
 
 Example:
     >>> item = classify_exception(RuntimeError("mat1 and mat2 must have the same dtype, but got Double and Float"))
@@ -13,15 +14,15 @@ Example:
 
 from __future__ import annotations
 
-import traceback
-
-from .report import Finding, finding
+from .common import learner_line
+from .records import Finding, StepError, finding
 
 _PATTERNS: list[tuple[str, tuple[str, ...]]] = [
     ("INPLACE_MODIFIED", ("modified by an inplace operation",)),
     ("GRAPH_REUSED", ("backward through the graph a second time", "saved tensors after they have already been freed")),
     ("TARGET_SHAPE", ("multi-target not supported", "0D or 1D target tensor expected", "must be the same as input size",
-                      "that is different to the input size")),
+                      "that is different to the input size", "Expected target size")),
+    ("BCE_ON_LOGITS", ("all elements of input should be between 0 and 1",)),
     ("DEVICE_MISMATCH", ("same device", "expected device", "device type", "is on cpu", "is on cuda")),
     ("LABEL_OUT_OF_RANGE", ("out of bounds", "device-side assert")),
     ("NO_GRAD_FLOW", ("does not require grad", "does not have a grad_fn")),
@@ -29,23 +30,17 @@ _PATTERNS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 
-def learner_line(exc: BaseException) -> str:
-    """The last line of the traceback that is neither torch nor course_utils code."""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        name = frame.filename.replace("\\", "/")
-        if "/torch/" not in name and "course_utils" not in name and frame.line:
-            return f" (at `{frame.line.strip()}`)"
-    return ""
-
-
-def classify_exception(exc: BaseException, context: str = "") -> Finding:
+def classify_exception(exc: BaseException | StepError, context: str = "") -> Finding:
     """Turn an error raised by the training step into a finding (STEP_FAILED when unknown)."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, BaseException):
+        exc = StepError(type(exc).__name__, str(exc), learner_line(exc))
+    full = exc.text
+    text = full.strip().splitlines()[0] if full.strip() else ""
     if len(text) > 300:  # long messages: up to the last full sentence that fits
         cut = text[:300].rfind(". ")
         text = text[:cut + 1] if cut > 80 else text[:300] + " ..."
-    raised = f"the training step raised {type(exc).__name__}: {text.rstrip('.')}{learner_line(exc)}. {context}"
-    code = next((c for c, keys in _PATTERNS if any(k in str(exc) for k in keys)), "STEP_FAILED")
+    raised = f"the training step raised {exc.kind}: {text.rstrip('.')}{exc.line}. {context}"
+    code = next((c for c, keys in _PATTERNS if any(k in full for k in keys)), "STEP_FAILED")
     why_fix = {
         "DEVICE_MISMATCH": ("every tensor in one operation must be on the same device.",
                             ("move the model and every batch to one `device` (model.to(device), "
@@ -79,6 +74,10 @@ def classify_exception(exc: BaseException, context: str = "") -> Finding:
                           "prediction, or exactly the prediction's shape for BCE/MSE-style losses."),
                          ("print pred.shape and y.shape right before the loss; class labels: y = y.squeeze(1) "
                           "(or y.view(-1)); one output per sample: y = y.view_as(pred).")),
+        "BCE_ON_LOGITS": (("BCELoss takes probabilities in [0, 1]; raw scores (logits) from a linear layer "
+                           "are not, and on a GPU the same call is a device-side assert."),
+                          ("return raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
+                           "numerically stable), or end the model with torch.sigmoid for nn.BCELoss.")),
         "STEP_FAILED": ("the other checks cannot run until one training step succeeds.",
                         ("run your step once outside diagnose() and read the full traceback; print the "
                          "shapes and dtypes of x, the model output and y.")),

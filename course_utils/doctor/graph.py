@@ -17,18 +17,34 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
-import torch
+
+from .records import GraphInfo
 
 #: Operations that only move, copy or reshape values: the doctor looks through them.
 _PASS_THROUGH = re.compile(
     r"^(View|Reshape|ReshapeAlias|UnsafeView|Squeeze|Unsqueeze|Transpose|Permute|T|Clone|ToCopy|Select|"
-    r"Slice|AsStrided|Expand|Clamp|ClampMin|ClampMax|Flatten|Contiguous|Alias|Index)Backward\d*$")
+    r"Slice|AsStrided|Expand|Clamp|ClampMin|ClampMax|Flatten|Contiguous|Alias|Index|Squeeze\w*|Unsqueeze\w*)Backward\d*$")
 #: Operations whose derivative is zero wherever it exists.
 ZERO_GRADIENT_OPS = ("RoundBackward", "FloorBackward", "CeilBackward", "SignBackward", "TruncBackward",
                      "FracBackward")
+
+
+_SOFTMAX = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
+
+
+def _through(node: Any, hops: int = 8) -> str | None:
+    """Name of the first node from ``node`` on that is not a reshape or copy."""
+    for _ in range(hops):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if not _PASS_THROUGH.match(name):
+            return name
+        nxt = [fn for fn, _ in node.next_functions if fn is not None]
+        node = nxt[0] if nxt else None
+    return None
 
 
 def producer(tensor: Any, hops: int = 8) -> str | None:
@@ -44,17 +60,6 @@ def producer(tensor: Any, hops: int = 8) -> str | None:
         nxt = [fn for fn, _ in node.next_functions if fn is not None]
         node = nxt[0] if nxt else None
     return None
-
-
-@dataclass
-class GraphInfo:
-    """What :func:`walk` found behind a loss."""
-
-    #: The leaf tensors the loss depends on (each AccumulateGrad node's variable).
-    leaves: list[torch.Tensor] = field(default_factory=list)
-    #: Names of zero-gradient operations (round, floor, sign, ...) on the way.
-    zero_gradient_ops: list[str] = field(default_factory=list)
-    complete: bool = True
 
 
 def walk(loss: Any, limit: int = 4000) -> GraphInfo:
@@ -74,6 +79,8 @@ def walk(loss: Any, limit: int = 4000) -> GraphInfo:
             info.leaves.append(node.variable)
         elif name.startswith(ZERO_GRADIENT_OPS) and name not in info.zero_gradient_ops:
             info.zero_gradient_ops.append(name)
+        elif name in ("LogSoftmaxBackward0", "NllLossBackward0", "NllLoss2DBackward0") and not info.softmax_then_log:
+            info.softmax_then_log = any(_through(nxt) in _SOFTMAX for nxt, _ in node.next_functions if nxt is not None)
         for nxt, _ in getattr(node, "next_functions", ()):
             if nxt is not None and id(nxt) not in seen:
                 seen.add(id(nxt))

@@ -1,4 +1,11 @@
-"""Probes of the training doctor: run the learner's step on deep copies, with instruments.
+"""Stage 2 of the training doctor: probes that run the learner's step on deep copies, with
+instruments, and record what a step did (:class:`.records.ProbeRecord`). They decide nothing:
+:mod:`.analysis` reads the records.
+
+:func:`run_probes` runs, in order: one instrumented step run twice with ``optimizer.step()``
+replaced by a recorder (:func:`probe_step`), then, when that step ran to the end, the one-batch
+overfitting run (:func:`probe_overfit`) and, when its losses diverged or stayed flat, a second
+opinion with the learning rate x0.1 or x10.
 
 Every probe copies ``(model, optimizer, batch, loss_fn)`` in one ``copy.deepcopy`` call, so the
 copied optimizer holds the copied parameters, with the same hyperparameters and state (momentum
@@ -11,7 +18,7 @@ a fast, a slow or a busy machine.
 Example:
     >>> import torch
     >>> from torch import nn
-    >>> from course_utils.doctor import standard_step as step
+    >>> from course_utils.doctor.common import standard_step as step
     >>> model = nn.Linear(3, 1)
     >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
     >>> batch = (torch.randn(8, 3), torch.randn(8, 1))
@@ -31,7 +38,6 @@ import random
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -39,23 +45,38 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
-from .checks import label_finding, leaves, registration_findings, target_shape_finding
-from .errors import classify_exception
-from .graph import GraphInfo, producer, walk
-from .report import Finding
+from .common import OVERFIT_SAMPLES, divergence, first_samples, learner_line, leaves, loss_guard, samples
+from .graph import producer, walk
+from .records import (
+    GraphInfo,
+    Inputs,
+    LossCall,
+    OverfitRecord,
+    ProbeRecord,
+    StaticRecord,
+    Step,
+    StepError,
+    StepRecord,
+)
 
 SEED = 0
 #: Layers whose behaviour depends on model.train() / model.eval().
 MODE_DEPENDENT = (_DropoutNd, _BatchNorm)
-Step = Callable[[nn.Module, Any, torch.optim.Optimizer, Any], Any]
 
 
 class ProbeAbort(Exception):
-    """Raised inside a probe to stop the step before it does damage (e.g. a CUDA assert)."""
+    """Raised inside a probe to stop a loss call before it runs (e.g. before a CUDA assert)."""
 
-    def __init__(self, found: Finding) -> None:
-        super().__init__(found.message)
-        self.finding = found
+    def __init__(self, error: StepError) -> None:
+        super().__init__(error.text)
+        self.error = error
+
+
+def step_error(exc: BaseException) -> StepError:
+    """The record of an exception raised by the learner's step."""
+    if isinstance(exc, ProbeAbort):
+        return exc.error
+    return StepError(type(exc).__name__, str(exc), learner_line(exc))
 
 
 class CopyFailed(Exception):
@@ -121,7 +142,8 @@ def _state_memo(model: nn.Module, shared: bool) -> tuple[dict[int, Any], list[st
 
 def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
            notes: list[str] | None = None) -> tuple:
-    """Deep copies of all four, sharing one memo so the optimizer points at the copied params.
+    """Deep copies of all four, sharing one memo so the optimizer points at the copied params, and
+    a map from each copied tensor's id to its original's id.
 
     A tensor attribute that still holds an autograd graph (e.g. an LSTM state stored on the model
     after a training step) is copied detached; an attribute that cannot be copied at all is shared.
@@ -142,7 +164,8 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
             notes.extend(n for n in done if n not in notes)
         for param in model_c.parameters():
             param.grad = None
-        return model_c, opt_c, batch_c, loss_c
+        back = {id(v): k for k, v in memo.items() if isinstance(v, torch.Tensor)}
+        return model_c, opt_c, batch_c, loss_c, back
     raise CopyFailed(f"{type(error).__name__}: {error}")
 
 
@@ -157,21 +180,6 @@ def as_float(value: Any, fallback: list[torch.Tensor]) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     return math.nan
-
-
-@dataclass
-class LossCall:
-    """One call of the loss function, as the doctor saw it."""
-
-    pred: torch.Tensor
-    target: torch.Tensor
-    autocast: bool
-    #: The operation that made the prediction, looking through reshapes (``SoftmaxBackward0``...).
-    producer: str | None
-    requires_grad: bool
-    #: When the shapes differ: does the loss give the same value with the target reshaped to the
-    #: prediction's shape? (True: the loss reshapes internally; None: not tried.)
-    reshaped_same: bool | None = None
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -196,9 +204,10 @@ class LossRecorder:
         pred = target = None
         if len(tensors) >= 2:
             pred, target = tensors[0], tensors[1]
-            problem = label_finding(pred, target, self.loss_fn) or target_shape_finding(pred, target, self.loss_fn)
-            if problem is not None:
-                raise ProbeAbort(problem)
+            guard = loss_guard(pred, target, self.loss_fn)
+            if guard is not None:
+                raise ProbeAbort(StepError("guard", guard, guard=guard,
+                                           call=self._record(pred, target, None, args, kwargs)))
         out = self.loss_fn(*args, **kwargs)
         if pred is not None and target is not None:
             self.last = (pred.detach(), target.detach())
@@ -216,7 +225,7 @@ class LossRecorder:
         except (RuntimeError, TypeError):
             autocast = False
         call = LossCall(pred.detach(), target.detach(), autocast, producer(pred), pred.requires_grad)
-        if (not self.calls and pred.shape != target.shape and pred.numel() == target.numel() > 0
+        if (out is not None and not self.calls and pred.shape != target.shape and pred.numel() == target.numel() > 0
                 and len(args) >= 2 and args[0] is pred and args[1] is target and pred.device.type != "meta"):
             same: list[bool] = []
             for a, b in ((pred.detach(), target.detach().reshape(pred.shape)),
@@ -231,46 +240,6 @@ class LossRecorder:
 
     def __getattr__(self, name: str) -> Any:  # loss_fn.reduction etc. still work
         return getattr(self.__dict__["loss_fn"], name)
-
-
-@dataclass
-class StepRecord:
-    """What :func:`probe_step` saw."""
-
-    names: dict[int, str]
-    trainable: list[nn.Parameter]
-    losses: list[float] = field(default_factory=list)
-    #: The gradients at each (recorded, not executed) optimizer.step().
-    step_grads: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
-    #: Per call: the gradient backward() computed for each parameter (summed over backward calls).
-    increments: list[dict[int, torch.Tensor]] = field(default_factory=list)
-    #: Per call: what .grad held when the call's first gradient arrived (None: empty / zero).
-    leftover: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
-    #: Per call: whether it updated the parameters (optimizer.step() or a hand-written update).
-    updated: list[bool] = field(default_factory=list)
-    accumulated: dict[int, int] = field(default_factory=dict)
-    eval_layers: list[str] = field(default_factory=list)
-    root_training: bool | None = None
-    nonfinite: str | None = None
-    loss_calls: list[LossCall] = field(default_factory=list)
-    model_outputs: list[Any] = field(default_factory=list)
-    graph: GraphInfo | None = None
-    #: Number of values in all layer outputs of the first call (the cost of a step, with the parameters).
-    activations: int = 0
-    samples: int = 0
-    #: PARAMS_NOT_REGISTERED, decided on the copies once the loss graph is known.
-    registration: list[Finding] = field(default_factory=list)
-    #: RNN layers seen in the first call: (name, batch_first, shape of the input).
-    rnn_inputs: list[tuple[str, bool, tuple[int, ...]]] = field(default_factory=list)
-    #: ids of the copied optimizer's tensors.
-    optimizer_ids: set[int] = field(default_factory=set)
-    error: Finding | None = None
-    #: Type name of what the step returned when it was not a loss (and loss_fn was never called).
-    returned: str | None = None
-
-    @property
-    def loss_inputs(self) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
-        return [(c.pred, c.target, c.autocast) for c in self.loss_calls]
 
 
 class _Instruments:
@@ -372,24 +341,28 @@ def _trainable(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict
     return names, [p for p in model.parameters() if p.requires_grad and id(p) in in_opt]
 
 
-def _samples(batch: Any) -> int:
-    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
-    return sizes.pop() if len(sizes) == 1 else 0
-
-
 def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-               step: Step, calls: int = 2, context: str = "", notes: list[str] | None = None) -> StepRecord:
+               step: Step, calls: int = 2, notes: list[str] | None = None) -> StepRecord:
     """Run ``step`` ``calls`` times on copies with optimizer.step() replaced by a recorder.
 
     The optimizer's parameters never change, and the RNG is re-seeded before each call, so every
     call sees the same parameters, batch and dropout masks. What ``.grad`` holds when the second
     call's first gradient arrives tells whether the step clears old gradients."""
-    model_c, opt_c, batch_c, loss_c = copies(model, optimizer, batch, loss_fn, notes)
-    record = StepRecord(*_trainable(model_c, opt_c), samples=_samples(batch_c),
-                        optimizer_ids={id(p) for g in opt_c.param_groups for p in g["params"]})
+    model_c, opt_c, batch_c, loss_c, back = copies(model, optimizer, batch, loss_fn, notes)
+    record = StepRecord(*_trainable(model_c, opt_c), samples=samples(batch_c))
     recorder = LossRecorder(loss_c)
     instruments = _Instruments(model_c, record)
     opt_c.step = instruments.fake_step  # type: ignore[method-assign]
+    backward_graphs: list[GraphInfo] = []
+    original_backward = torch.Tensor.backward
+
+    def recorded_backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        """The graph of the first tensor backward() runs on (the loss, however the step made it)."""
+        if not backward_graphs and getattr(tensor, "grad_fn", None) is not None:
+            backward_graphs.append(walk(tensor))
+        return original_backward(tensor, *args, **kwargs)
+
+    torch.Tensor.backward = recorded_backward  # type: ignore[method-assign]
     try:
         for call in range(calls):
             instruments.start_call(call)
@@ -399,16 +372,18 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
             record.losses.append(as_float(out, recorder.outputs))
             if call == 0 and not isinstance(out, (torch.Tensor, int, float)) and not recorder.outputs:
                 record.returned = type(out).__name__
-    except ProbeAbort as abort:
-        record.error = abort.finding
-    except Exception as exc:  # noqa: BLE001 -- the learner's step failed: explain it instead of raising
-        record.error = classify_exception(exc, context)
+    except Exception as exc:  # noqa: BLE001 -- the learner's step failed: record it instead of raising
+        record.error = step_error(exc)
     finally:
+        torch.Tensor.backward = original_backward  # type: ignore[method-assign]
         instruments.remove()
         record.loss_calls = recorder.calls
-        record.graph = recorder.graph
-    reached = {id(t) for t in record.graph.leaves} if record.graph is not None and record.graph.complete else None
-    record.registration = registration_findings(model_c, opt_c, reached)
+        record.graph = recorder.graph or (backward_graphs[0] if backward_graphs else None)
+    if record.graph is not None and record.graph.complete:
+        record.reached = {back[id(t)] for t in record.graph.leaves if id(t) in back}
+        known = set(record.names) | {id(p) for g in opt_c.param_groups for p in g["params"]}
+        record.foreign = [(tuple(t.shape), back.get(id(t))) for t in record.graph.leaves
+                          if id(t) not in known and t.requires_grad]
     return record
 
 
@@ -427,26 +402,11 @@ def step_budget(n_params: int, activations_per_sample: float, samples: int, cap:
     return int(max(min(30, cap), min(cap, WORK // cost)))
 
 
-@dataclass
-class OverfitRecord:
-    """What :func:`probe_overfit` saw: the loss after each step on the same batch."""
-
-    losses: list[float]
-    lrs: list[float]
-    step_calls: int
-    changed: float
-    samples: int = 0
-    error: Finding | None = None
-    #: The last (prediction, target) that reached the loss.
-    last: tuple[torch.Tensor, torch.Tensor] | None = None
-    budget: int = 0
-
-
 def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
                   step: Step, max_steps: int = 50, lr_scale: float = 1.0, done: float = 0.05) -> OverfitRecord:
     """Train copies on one batch for ``max_steps`` steps; stop early only when the loss is
     non-finite or has fallen to ``done`` times its start (memorised). No clock is read."""
-    model_c, opt_c, batch_c, loss_c = copies(model, optimizer, batch, loss_fn)
+    model_c, opt_c, batch_c, loss_c, _ = copies(model, optimizer, batch, loss_fn)
     for group in opt_c.param_groups:
         group["lr"] = group["lr"] * lr_scale
     lrs = sorted({float(g["lr"]) for g in opt_c.param_groups})
@@ -454,7 +414,7 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
     handle = opt_c.register_step_post_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
     trainable = [p for p in model_c.parameters() if p.requires_grad]
     before = [p.detach().clone() for p in trainable]
-    record = OverfitRecord([], lrs, 0, 0.0, samples=_samples(batch_c), budget=max_steps)
+    record = OverfitRecord([], lrs, 0, 0.0, samples=samples(batch_c), budget=max_steps)
     recorder = LossRecorder(loss_c, keep=0)
     seed_all()
     try:
@@ -464,10 +424,8 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
             start = record.losses[0]
             if not math.isfinite(loss) or (start > 0 and loss <= done * start):
                 break
-    except ProbeAbort as abort:
-        record.error = abort.finding
-    except Exception as exc:  # noqa: BLE001 -- as in probe_step: report the step's error, do not raise
-        record.error = classify_exception(exc)
+    except Exception as exc:  # noqa: BLE001 -- as in probe_step: record the step's error, do not raise
+        record.error = step_error(exc)
     finally:
         handle.remove()
     record.step_calls = calls[0]
@@ -476,3 +434,39 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
         record.changed = max((float((p - b).abs().max()) for p, b in zip(trainable, before)
                               if p.numel()), default=0.0)
     return record
+
+
+def run_probes(inputs: Inputs, static: StaticRecord) -> ProbeRecord:
+    """Stage 2: the instrumented step, then the one-batch run and its second opinion.
+
+    Nothing runs when the static checks found that no step can (``static.stop``). Raises
+    nothing for the learner's errors (they are recorded); :class:`CopyFailed` becomes
+    ``copy_failed``."""
+    probes = ProbeRecord(n_params=sum(p.numel() for p in inputs.model.parameters()))
+    if static.stop is not None:
+        return probes
+    args = (inputs.model, inputs.optimizer, inputs.batch, inputs.loss_fn)
+    try:
+        record = probe_step(*args, inputs.step, notes=probes.notes)
+        probes.step = record
+        if record.error is not None or record.returned is not None or not record.losses \
+                or not math.isfinite(record.losses[0]):
+            return probes
+        per_sample = record.activations / max(record.samples, 1)
+        probes.budget = step_budget(probes.n_params, per_sample,
+                                    min(record.samples or OVERFIT_SAMPLES, OVERFIT_SAMPLES), inputs.max_steps)
+        small = first_samples(inputs.batch, OVERFIT_SAMPLES)
+        main = probe_overfit(inputs.model, inputs.optimizer, small, inputs.loss_fn, inputs.step, probes.budget)
+        if main.error is not None and small is not inputs.batch:  # e.g. a view(batch_size, -1) in the step
+            probes.whole_batch = True
+            small = inputs.batch
+            main = probe_overfit(inputs.model, inputs.optimizer, small, inputs.loss_fn, inputs.step, probes.budget)
+        probes.overfit = main
+        if not static.has_errors and main.error is None and main.losses and main.step_calls and main.changed:
+            scale = 0.1 if divergence(main.losses) else 10.0
+            if scale < 1 or main.losses[0] > 0 and min(main.losses) > 0.9 * main.losses[0]:
+                probes.second = probe_overfit(inputs.model, inputs.optimizer, small, inputs.loss_fn, inputs.step,
+                                              max(probes.budget // 2, 1), lr_scale=scale)
+    except CopyFailed as exc:
+        probes.copy_failed = str(exc)
+    return probes

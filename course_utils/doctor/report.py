@@ -1,4 +1,6 @@
-"""What the training doctor returns: :class:`Finding`, :class:`Report` and the stable codes.
+"""Stage 4 of the training doctor, the report: :class:`Report` (one finding per code) built from
+the analysis (:func:`build_report`). :class:`Finding`, :func:`finding` and the stable codes,
+:data:`CODES`, are defined in :mod:`.records` and importable from here.
 
 A finding's message has three parts, always in this order::
 
@@ -25,63 +27,11 @@ from __future__ import annotations
 import html
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["error", "warning"]
+from .records import CODES, Analysis, Finding, Severity, finding
 
-#: Every code the doctor can report (stable strings), with what it means.
-CODES: dict[str, str] = {
-    "ZERO_GRAD_MISSING": "gradients are not cleared between steps, so they accumulate",
-    "SOFTMAX_BEFORE_CE": "probabilities (softmax output) are given to a loss that expects logits",
-    "PARAM_NOT_IN_OPTIMIZER": "trainable parameters that the optimizer does not update",
-    "NO_GRAD_FLOW": "parameters that never receive a gradient when optimizer.step() runs",
-    "NAN_OR_INF": "NaN or Inf in the batch, an activation, the loss or a gradient",
-    "LR_TOO_HIGH": "the loss diverges when the model trains on one batch",
-    "CANNOT_OVERFIT_BATCH": "the loss does not go down when the model trains on one batch",
-    "LABEL_OUT_OF_RANGE": "class labels outside 0 .. number_of_classes - 1",
-    "DEVICE_MISMATCH": "model, batch and loss are not all on one device",
-    "DTYPE_MISMATCH": "input or target dtype does not fit the model or the loss",
-    "BROADCAST_IN_LOSS": "prediction and target shapes differ but broadcast inside the loss",
-    "INPUT_NOT_NORMALIZED": "inputs far from zero mean / unit scale",
-    "EVAL_MODE_LEFT_ON": "training while Dropout/BatchNorm are in eval mode",
-    "PARAMS_NOT_REGISTERED": "layers in a plain Python list/dict, or tensors, that model.parameters() does not see",
-    "INPLACE_MODIFIED": "an in-place operation overwrote a tensor that backward() still needs",
-    "GRAPH_REUSED": "a tensor from an earlier step (e.g. a hidden state) still holds that step's graph",
-    "TARGET_SHAPE": "the target's shape does not fit the loss (e.g. class indices shaped (N, 1))",
-    "NON_DIFFERENTIABLE": "a non-differentiable step (argmax, round, comparison) between the model and the loss",
-    "STUCK_AT_CHANCE": "the loss settles at chance level and the model gives every sample the same output",
-    "RNN_BATCH_FIRST": "an RNN built with batch_first=False is fed (batch, time, features) inputs",
-    "NOT_CHECKED": "the doctor could not run its checks; the message says what and why",
-    "STEP_FAILED": "the training step raised an error that none of the other codes explains",
-}
-
-_WHY = " Why it matters: "
-_FIX = " Fix: "
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem: a stable ``code``, a ``severity`` and a message (observed, why, fix)."""
-
-    code: str
-    severity: Severity
-    message: str
-
-    def parts(self) -> tuple[str, str, str]:
-        """(observed, why it matters, fix) split out of the message."""
-        observed, _, rest = self.message.partition(_WHY)
-        why, _, fix = rest.partition(_FIX)
-        if not rest:  # a message without the markers
-            observed, _, fix = self.message.partition(_FIX)
-        return observed.strip(), why.strip(), fix.strip()
-
-
-def finding(code: str, severity: Severity, observed: str, why: str, fix: str) -> Finding:
-    """Build a :class:`Finding` whose message follows the observed / why / fix convention."""
-    if code not in CODES:
-        raise ValueError(f"unknown finding code {code!r}; expected one of {sorted(CODES)}")
-    return Finding(code, severity, f"{observed.strip()}{_WHY}{why.strip()}{_FIX}{fix.strip()}")
-
+__all__ = ["CODES", "Finding", "Report", "Severity", "build_report", "finding"]
 
 @dataclass
 class Report:
@@ -167,3 +117,15 @@ class Report:
             items = "".join(f"<li>{html.escape(note)}</li>" for note in self.notes)
             parts.append(f"<p>Measured:</p><ul>{items}</ul>")
         return "\n".join(parts)
+
+
+def build_report(analysis: Analysis, seconds: float | None = None) -> Report:
+    """Stage 4: the report, one finding per code (the first one found), with the notes and the
+    measurements (plus ``"seconds"``, the time the diagnosis took)."""
+    unique: dict[str, Finding] = {}
+    for item in analysis.findings:
+        unique.setdefault(item.code, item)
+    measurements = dict(analysis.measurements)
+    if seconds is not None:
+        measurements["seconds"] = seconds
+    return Report(list(unique.values()), list(analysis.notes), measurements)

@@ -735,6 +735,204 @@ def _vqa(fixed: bool) -> Setup:
     return model, nn.CrossEntropyLoss(), _adam(model, 1e-2), (tokens, answers), None
 
 
+# --- 32. NLLLoss on raw convolution scores (no LogSoftmax) -----------------------------------------------------------
+# https://github.com/pytorch/pytorch/pull/12703 : the NLLLoss documentation's 2-D example fed a convolution's
+# raw output to NLLLoss ("the loss was sometimes negative"); the PR added the missing nn.LogSoftmax(dim=1).
+
+def _nll_conv(fixed: bool) -> Setup:
+    torch.manual_seed(32)
+    model = nn.Sequential(nn.Conv2d(16, 4, 3), *([nn.LogSoftmax(dim=1)] if fixed else []))
+    x = torch.randn(8, 16, 10, 10, generator=_g(21))
+    y = x[:, :4, 1:-1, 1:-1].argmax(dim=1)  # (8, 8, 8) class indices 0..3
+    return model, nn.NLLLoss(), _adam(model, 1e-2), (x, y), None
+
+
+# --- 33. softmax + NLLLoss in a text classifier ("the loss is always negative") -------------------------------
+# https://github.com/AnubhavGupta3377/Text-Classification-Models-Pytorch/issues/9 : the model ended in softmax,
+# the trainer used nn.NLLLoss, which expects log-probabilities; fix: log_softmax.
+
+class _TextClassifier(nn.Module):
+    def __init__(self, log: bool) -> None:
+        super().__init__()
+        self.log = log
+        self.embedding = nn.EmbeddingBag(60, 24)
+        self.fc = nn.Sequential(nn.Linear(24, 24), nn.ReLU(), nn.Linear(24, 4))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        scores = self.fc(self.embedding(tokens))
+        return F.log_softmax(scores, dim=1) if self.log else F.softmax(scores, dim=1)
+
+
+def _text_nll(fixed: bool) -> Setup:
+    torch.manual_seed(33)
+    model = _TextClassifier(log=fixed)
+    tokens = torch.randint(0, 60, (48, 12), generator=_g(22))
+    return model, nn.NLLLoss(), _adam(model, 1e-2), (tokens, tokens[:, 0] % 4), None
+
+
+# --- 34. BCELoss on an FCN's raw scores (no sigmoid) ----------------------------------------------------------------
+# https://github.com/yunlongdong/FCN-pytorch/issues/7 : the training script used nn.BCELoss on the network's
+# output without a sigmoid; fix: a sigmoid before BCELoss (or BCEWithLogitsLoss on the raw scores).
+
+def _fcn(fixed: bool) -> Setup:
+    torch.manual_seed(34)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 2, 1))
+    model = nn.Sequential(net, nn.Sigmoid()) if fixed else net
+    image = torch.rand(8, 3, 12, 12, generator=_g(23))
+    fg = (image[:, :1] > 0.5).float()
+    return model, nn.BCELoss(), _adam(model, 1e-2), (image, torch.cat([fg, 1 - fg], dim=1)), None
+
+
+# --- 35. sigmoid before BCEWithLogitsLoss in a recommender -------------------------------------------------------------
+# https://github.com/yudi-mars/daisyRec/pull/15 : "Do not need sigmoid because there is sigmoid in
+# BCEWithLogitsLoss. Otherwise loss does not converge."; the PR removed torch.sigmoid from the prediction.
+
+class _MatrixFactorization(nn.Module):
+    def __init__(self, sigmoid: bool, users: int = 20, items: int = 30, dim: int = 8) -> None:
+        super().__init__()
+        self.sigmoid = sigmoid
+        self.users, self.items = nn.Embedding(users, dim), nn.Embedding(items, dim)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        score = (self.users(pairs[:, 0]) * self.items(pairs[:, 1])).sum(dim=-1)
+        return torch.sigmoid(score) if self.sigmoid else score
+
+
+def _recommender(fixed: bool) -> Setup:
+    torch.manual_seed(35)
+    model = _MatrixFactorization(sigmoid=not fixed)
+    pairs = torch.stack([torch.randint(0, 20, (64,), generator=_g(24)),
+                         torch.randint(0, 30, (64,), generator=_g(25))], dim=1)
+    labels = ((pairs[:, 0] + pairs[:, 1]) % 2).float()
+    return model, nn.BCEWithLogitsLoss(), _adam(model, 5e-2), (pairs, labels), None
+
+
+# --- 36. LSTM text generator: (batch, time, vocab) scores into CrossEntropyLoss ----------------------------------
+# https://github.com/markhliu/DGAI/issues/7 : without output.transpose(1, 2) the loss raised "Expected target size
+# [32, 12778], got [32, 100]": CrossEntropyLoss wants the classes in dimension 1.
+
+class _TextGenerator(nn.Module):
+    def __init__(self, vocab: int = 30, dim: int = 16) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, dim, batch_first=True)
+        self.fc = nn.Linear(dim, vocab)
+
+    def forward(self, tokens: torch.Tensor, state: Any = None) -> tuple[torch.Tensor, Any]:
+        out, state = self.lstm(self.embedding(tokens), state)
+        return self.fc(out), state
+
+
+def _generator_step(transpose: bool) -> Callable:
+    def step(model, batch, optimizer, loss_fn):
+        inputs, targets = batch
+        optimizer.zero_grad()
+        output, _ = model(inputs)
+        loss = loss_fn(output.transpose(1, 2) if transpose else output, targets)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return step
+
+
+def _textgen(fixed: bool) -> Setup:
+    torch.manual_seed(36)
+    model = _TextGenerator()
+    text = torch.randint(0, 30, (16, 11), generator=_g(26))
+    return model, nn.CrossEntropyLoss(), _adam(model, 1e-2), (text[:, :-1], text[:, 1:]), _generator_step(fixed)
+
+
+# --- 37. LSTM regression ending in ReLU: constant 0 predictions ------------------------------------------------------
+# https://github.com/ProteomicsML/ProteomicsML/pull/203 : an LSTM predicting peptide CCS values returned 0 for
+# every peptide: the final linear layer was followed by ReLU and, after an unlucky initialisation, its
+# pre-activations were all negative; the PR removed the final ReLU.
+
+class _CCSRegressor(nn.Module):
+    def __init__(self, relu: bool) -> None:
+        super().__init__()
+        self.relu = relu
+        self.embedding = nn.Embedding(21, 8)
+        self.lstm = nn.LSTM(8, 16, batch_first=True)
+        self.out = nn.Linear(16, 1)
+        with torch.no_grad():  # the unlucky initialisation: every pre-activation of the output below 0
+            self.out.bias.fill_(-3.0)
+
+    def forward(self, peptides: torch.Tensor) -> torch.Tensor:
+        h, _ = self.lstm(self.embedding(peptides))
+        y = self.out(h[:, -1])
+        return torch.relu(y) if self.relu else y
+
+
+def _ccs(fixed: bool) -> Setup:
+    torch.manual_seed(37)
+    model = _CCSRegressor(relu=not fixed)
+    peptides = torch.randint(0, 21, (32, 10), generator=_g(27))
+    ccs = 1.0 + peptides.float().mean(dim=1, keepdim=True) / 20  # positive, scaled targets
+    return model, nn.MSELoss(), _adam(model, 1e-2), (peptides, ccs), None
+
+
+# --- 38. float images in [0, 255]: ToTensor does not scale float arrays --------------------------------------------
+# https://github.com/pytorch/vision/issues/546 : images already converted to float arrays in [0.0, 255.0] went
+# through transforms.ToTensor(), which only divides uint8 input by 255, so the network saw values up to 255;
+# fix: divide by 255 (or keep the arrays uint8 until ToTensor).
+
+def _float_pixels(fixed: bool) -> Setup:
+    torch.manual_seed(38)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(),
+                          nn.Linear(8 * 16, 4))
+    decoded = torch.randint(0, 256, (32, 3, 16, 16), generator=_g(28), dtype=torch.uint8).float()  # astype(float32)
+    labels = decoded.mean(dim=(2, 3)).argmax(dim=1) % 4
+    x = decoded / 255 if fixed else decoded
+    return model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), (x, labels), None
+
+
+# --- 39. a sign layer in the middle of the network ----------------------------------------------------------------
+# https://github.com/torch/nn/issues/1174 : a layer quantising its input to its sign was put inside a network;
+# the answers: "The gradient is 0 everywhere; you cannot train the layers before this." (Lua Torch, the same
+# autograd rule as PyTorch's torch.sign); fix: a differentiable layer (tanh) while training.
+
+class _Binarized(nn.Module):
+    def __init__(self, smooth: bool) -> None:
+        super().__init__()
+        self.smooth = smooth
+        self.encoder, self.decoder = nn.Linear(20, 16), nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.encoder(x)
+        return self.decoder(torch.tanh(h) if self.smooth else torch.sign(h))
+
+
+def _binarized(fixed: bool) -> Setup:
+    torch.manual_seed(39)
+    model = _Binarized(smooth=fixed)
+    return model, nn.CrossEntropyLoss(), _adam(model, 1e-2), _classes(), None
+
+
+# --- 40. a custom train_step (Keras 3, torch backend) without zero_grad -------------------------------------------
+# https://github.com/fchollet/deep-learning-with-python-notebooks/issues/293 : the chapter's torch train_step
+# computed the loss, called backward() and stepped the optimizer but never zeroed the gradients ("the results
+# are terrible"); fix: self.zero_grad() at the start of the step.
+
+def _keras_step(zero: bool) -> Callable:
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        if zero:
+            model.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        with torch.no_grad():
+            optimizer.step()
+        return loss.item()
+    return step
+
+
+def _keras(fixed: bool) -> Setup:
+    torch.manual_seed(40)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
+    return model, nn.CrossEntropyLoss(), torch.optim.RMSprop(model.parameters(), lr=1e-3), _classes(), \
+        _keras_step(fixed)
+
+
 CASES: list[Case] = [
     Case("softmax layer before CrossEntropyLoss", "https://github.com/bowang-lab/Transformer-GCN-QA/pull/32",
          "SOFTMAX_BEFORE_CE", lambda: _scorer(True), lambda: _scorer(False)),
@@ -800,4 +998,24 @@ CASES: list[Case] = [
          "INPUT_NOT_NORMALIZED", lambda: _siamese(False), lambda: _siamese(True)),
     Case("(batch, time) inputs to an LSTM without batch_first", "https://github.com/Cadene/vqa.pytorch/issues/40",
          "RNN_BATCH_FIRST", lambda: _vqa(False), lambda: _vqa(True)),
+    Case("NLLLoss on raw convolution scores", "https://github.com/pytorch/pytorch/pull/12703",
+         "NLL_ON_LOGITS", lambda: _nll_conv(False), lambda: _nll_conv(True)),
+    Case("softmax + NLLLoss in a text classifier",
+         "https://github.com/AnubhavGupta3377/Text-Classification-Models-Pytorch/issues/9",
+         "SOFTMAX_BEFORE_CE", lambda: _text_nll(False), lambda: _text_nll(True)),
+    Case("BCELoss on an FCN's raw scores", "https://github.com/yunlongdong/FCN-pytorch/issues/7",
+         "BCE_ON_LOGITS", lambda: _fcn(False), lambda: _fcn(True)),
+    Case("sigmoid before BCEWithLogitsLoss in a recommender", "https://github.com/yudi-mars/daisyRec/pull/15",
+         "SOFTMAX_BEFORE_CE", lambda: _recommender(False), lambda: _recommender(True)),
+    Case("(batch, time, vocab) scores into CrossEntropyLoss", "https://github.com/markhliu/DGAI/issues/7",
+         "TARGET_SHAPE", lambda: _textgen(False), lambda: _textgen(True)),
+    Case("LSTM regression ending in ReLU predicts 0", "https://github.com/ProteomicsML/ProteomicsML/pull/203",
+         "RELU_ON_OUTPUT", lambda: _ccs(False), lambda: _ccs(True)),
+    Case("float images in [0, 255] through ToTensor", "https://github.com/pytorch/vision/issues/546",
+         "INPUT_NOT_NORMALIZED", lambda: _float_pixels(False), lambda: _float_pixels(True)),
+    Case("a sign layer in the middle of the network", "https://github.com/torch/nn/issues/1174",
+         "NON_DIFFERENTIABLE", lambda: _binarized(False), lambda: _binarized(True)),
+    Case("custom train_step (Keras 3, torch backend) without zero_grad",
+         "https://github.com/fchollet/deep-learning-with-python-notebooks/issues/293",
+         "ZERO_GRAD_MISSING", lambda: _keras(False), lambda: _keras(True)),
 ]

@@ -1,0 +1,279 @@
+"""The plain records the training doctor's stages hand each other, and the stable codes.
+
+The doctor is a one-way pipeline (see :mod:`course_utils.doctor`); each stage takes the records
+of the stages before it and returns its own:
+
+=====================  ===========================  =======================================
+stage                  module                       returns
+=====================  ===========================  =======================================
+the arguments          :mod:`.diagnose`             :class:`Inputs`
+static checks          :mod:`.checks`               :class:`StaticRecord`
+probes                 :mod:`.probes`               :class:`ProbeRecord` (:class:`StepRecord`,
+                                                    :class:`OverfitRecord`)
+analysis               :mod:`.analysis`             :class:`Analysis` (:class:`Finding` list)
+the report             :mod:`.report`               :class:`~.report.Report`
+=====================  ===========================  =======================================
+
+A finding's message has three parts, always in this order::
+
+    <what was observed, with numbers> Why it matters: <...> Fix: <...>
+
+Example:
+    >>> item = finding("NAN_OR_INF", "error", "the loss is nan.", "one NaN spreads.", "clean the data.")
+    >>> item.parts()
+    ('the loss is nan.', 'one NaN spreads.', 'clean the data.')
+    >>> finding("NO_SUCH_CODE", "error", "a", "b", "c")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown finding code 'NO_SUCH_CODE'; expected one of [...]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+Severity = Literal["error", "warning"]
+
+#: Every code the doctor can report (stable strings), with what it means.
+CODES: dict[str, str] = {
+    "ZERO_GRAD_MISSING": "gradients are not cleared between steps, so they accumulate",
+    "SOFTMAX_BEFORE_CE": "probabilities (a softmax or sigmoid output) are given to a loss that expects logits",
+    "PARAM_NOT_IN_OPTIMIZER": "trainable parameters that the optimizer does not update",
+    "NO_GRAD_FLOW": "parameters that never receive a gradient when optimizer.step() runs",
+    "NAN_OR_INF": "NaN or Inf in the batch, an activation, the loss or a gradient",
+    "LR_TOO_HIGH": "the loss diverges when the model trains on one batch",
+    "CANNOT_OVERFIT_BATCH": "the loss does not go down when the model trains on one batch",
+    "LABEL_OUT_OF_RANGE": "class labels outside 0 .. number_of_classes - 1",
+    "DEVICE_MISMATCH": "model, batch and loss are not all on one device",
+    "DTYPE_MISMATCH": "input or target dtype does not fit the model or the loss",
+    "BROADCAST_IN_LOSS": "prediction and target shapes differ but broadcast inside the loss",
+    "INPUT_NOT_NORMALIZED": "inputs far from zero mean / unit scale (e.g. image pixels 0..255 never scaled)",
+    "EVAL_MODE_LEFT_ON": "training while Dropout/BatchNorm are in eval mode",
+    "PARAMS_NOT_REGISTERED": "layers in a plain Python list/dict, or tensors, that model.parameters() does not see",
+    "INPLACE_MODIFIED": "an in-place operation overwrote a tensor that backward() still needs",
+    "GRAPH_REUSED": "a tensor from an earlier step (e.g. a hidden state) still holds that step's graph",
+    "TARGET_SHAPE": "the target's shape does not fit the loss (class indices shaped (N, 1), classes not in dim 1)",
+    "NON_DIFFERENTIABLE": "a non-differentiable step (argmax, round, comparison) between the model and the loss",
+    "STUCK_AT_CHANCE": "the loss settles at chance level and the model gives every sample the same output",
+    "RNN_BATCH_FIRST": "an RNN built with batch_first=False is fed (batch, time, features) inputs",
+    "NLL_ON_LOGITS": "NLLLoss receives raw scores instead of log-probabilities (no log_softmax)",
+    "BCE_ON_LOGITS": "BCELoss receives raw scores instead of probabilities (no sigmoid)",
+    "RELU_ON_OUTPUT": "a regression output ends in ReLU, so it can never predict the negative targets",
+    "NOT_CHECKED": "the doctor could not run its checks; the message says what and why",
+    "STEP_FAILED": "the training step raised an error that none of the other codes explains",
+}
+
+_WHY = " Why it matters: "
+_FIX = " Fix: "
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: a stable ``code``, a ``severity`` and a message (observed, why, fix)."""
+
+    code: str
+    severity: Severity
+    message: str
+
+    def parts(self) -> tuple[str, str, str]:
+        """(observed, why it matters, fix) split out of the message."""
+        observed, _, rest = self.message.partition(_WHY)
+        why, _, fix = rest.partition(_FIX)
+        if not rest:  # a message without the markers
+            observed, _, fix = self.message.partition(_FIX)
+        return observed.strip(), why.strip(), fix.strip()
+
+
+def finding(code: str, severity: Severity, observed: str, why: str, fix: str) -> Finding:
+    """Build a :class:`Finding` whose message follows the observed / why / fix convention."""
+    if code not in CODES:
+        raise ValueError(f"unknown finding code {code!r}; expected one of {sorted(CODES)}")
+    return Finding(code, severity, f"{observed.strip()}{_WHY}{why.strip()}{_FIX}{fix.strip()}")
+
+
+# --- stage 0: the arguments ---------------------------------------------------------------------
+
+Step = Callable[[nn.Module, Any, torch.optim.Optimizer, Any], Any]
+
+
+@dataclass
+class Inputs:
+    """The validated arguments of :func:`course_utils.doctor.diagnose`."""
+
+    model: nn.Module
+    loss_fn: Any
+    optimizer: torch.optim.Optimizer
+    batch: Any
+    step: Step
+    #: True when diagnose() runs its own standard step (no ``train_step`` given).
+    standard: bool
+    #: The inputs and targets when the batch is a pair or a dict with known keys (else None).
+    x: Any = None
+    y: Any = None
+    max_steps: int = 60
+
+
+# --- stage 1: static checks ---------------------------------------------------------------------
+
+@dataclass
+class Hidden:
+    """Tensors that require gradients but that ``model.parameters()`` does not list, found under
+    one attribute (a layer in a plain Python list, a bare tensor)."""
+
+    label: str
+    kind: str
+    #: ids of the caller's tensors, and their sizes.
+    ids: list[int]
+    numels: list[int]
+    in_optimizer: list[bool]
+
+
+@dataclass
+class StaticRecord:
+    """What :func:`.checks.static_checks` found without running anything."""
+
+    findings: list[Finding] = field(default_factory=list)
+    hidden: list[Hidden] = field(default_factory=list)
+    #: Why no step can run (devices differ, the batch is on the meta device), or None.
+    stop: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+
+# --- stage 2: probes --------------------------------------------------------------------------
+
+@dataclass
+class GraphInfo:
+    """What :func:`.graph.walk` found behind a loss."""
+
+    #: The leaf tensors the loss depends on (each AccumulateGrad node's variable).
+    leaves: list[torch.Tensor] = field(default_factory=list)
+    #: Names of zero-gradient operations (round, floor, sign, ...) on the way.
+    zero_gradient_ops: list[str] = field(default_factory=list)
+    #: A log_softmax (or NLLLoss) applied to a softmax's output on the way: cross-entropy on probabilities.
+    softmax_then_log: bool = False
+    complete: bool = True
+
+
+@dataclass
+class LossCall:
+    """One call of the loss function, as the doctor saw it."""
+
+    pred: torch.Tensor
+    target: torch.Tensor
+    autocast: bool
+    #: The operation that made the prediction, looking through reshapes (``SoftmaxBackward0``...).
+    producer: str | None
+    requires_grad: bool
+    #: When the shapes differ: does the loss give the same value with the target reshaped to the
+    #: prediction's shape? (True: the loss reshapes internally; None: not tried.)
+    reshaped_same: bool | None = None
+
+
+@dataclass
+class StepError:
+    """Why a probed step stopped: an exception it raised, or a guard of the loss recorder that
+    stopped the loss before it ran (``guard``: ``"labels"``, ``"target_n1"``, ``"class_dim"``,
+    ``"one_hot"``, ``"regression_labels"``, ``"bce_range"``; see :func:`.common.loss_guard`; then
+    ``call`` is what reached the loss)."""
+
+    kind: str
+    text: str
+    #: The learner's own line that raised, as `` (at `...`)`` (empty when unknown).
+    line: str = ""
+    guard: str | None = None
+    call: LossCall | None = None
+
+
+@dataclass
+class StepRecord:
+    """What :func:`.probes.probe_step` saw (ids are those of the probe's copies)."""
+
+    names: dict[int, str]
+    trainable: list[nn.Parameter]
+    losses: list[float] = field(default_factory=list)
+    #: The gradients at each (recorded, not executed) optimizer.step().
+    step_grads: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
+    #: Per call: the gradient backward() computed for each parameter (summed over backward calls).
+    increments: list[dict[int, torch.Tensor]] = field(default_factory=list)
+    #: Per call: what .grad held when the call's first gradient arrived (None: empty / zero).
+    leftover: list[dict[int, torch.Tensor | None]] = field(default_factory=list)
+    #: Per call: whether it updated the parameters (optimizer.step() or a hand-written update).
+    updated: list[bool] = field(default_factory=list)
+    accumulated: dict[int, int] = field(default_factory=dict)
+    eval_layers: list[str] = field(default_factory=list)
+    root_training: bool | None = None
+    nonfinite: str | None = None
+    loss_calls: list[LossCall] = field(default_factory=list)
+    model_outputs: list[Any] = field(default_factory=list)
+    graph: GraphInfo | None = None
+    #: Number of values in all layer outputs of the first call (the cost of a step, with the parameters).
+    activations: int = 0
+    samples: int = 0
+    #: ids of the caller's tensors that the loss reaches (mapped back from the copies), when the
+    #: loss graph was walked completely; None otherwise.
+    reached: set[int] | None = None
+    #: Shapes of tensors the loss depends on that receive gradients but are parameters of neither
+    #: the model nor the optimizer, and are not attributes of the model (created inside forward()).
+    foreign: list[tuple[int, ...]] = field(default_factory=list)
+    #: RNN layers seen in the first call: (name, batch_first, shape of the input).
+    rnn_inputs: list[tuple[str, bool, tuple[int, ...]]] = field(default_factory=list)
+    error: StepError | None = None
+    #: Type name of what the step returned when it was not a loss (and loss_fn was never called).
+    returned: str | None = None
+
+
+@dataclass
+class OverfitRecord:
+    """What :func:`.probes.probe_overfit` saw: the loss after each step on the same batch."""
+
+    losses: list[float]
+    lrs: list[float]
+    step_calls: int
+    changed: float
+    samples: int = 0
+    error: StepError | None = None
+    #: The last (prediction, target) that reached the loss.
+    last: tuple[torch.Tensor, torch.Tensor] | None = None
+    budget: int = 0
+
+
+@dataclass
+class ProbeRecord:
+    """Everything :func:`.probes.run_probes` ran: the instrumented step, then the one-batch run
+    (and its second opinion with the learning rate x10 or x0.1)."""
+
+    step: StepRecord | None = None
+    overfit: OverfitRecord | None = None
+    second: OverfitRecord | None = None
+    #: Number of parameter values of the model (for the step budget).
+    n_params: int = 0
+    budget: int = 0
+    #: The copies could not be made: why (then nothing ran).
+    copy_failed: str | None = None
+    #: The one-batch run used the whole batch because the step failed on its first samples.
+    whole_batch: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+# --- stage 3: analysis ----------------------------------------------------------------------------
+
+@dataclass
+class Analysis:
+    """The findings, notes and measurements :func:`.analysis.analyse` drew from the records."""
+
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    measurements: dict[str, Any] = field(default_factory=dict)
