@@ -74,6 +74,12 @@ REQUIRED: dict[str, list[str]] = {
     "13.average_gradients": ["sums without dividing"],
     "13.should_save": ["every rank saves"],
     "13.unwrapped_state_dict": ["'module.' prefix", "getattr"],
+    "12.onnx_parity": ["training mode", "float64", "NHWC", "no dynamic batch", "different input",
+                       "allclose"],
+    "12.predict": ["no eval()", "Normalize(0.5, 0.5)", "ImageNet", "wrong dim", "logits returned",
+                   "uint8 not scaled", "HWC", "gradients tracked", "single image not batched"],
+    "12.save_for_serving": ["torch.save instead of safetensors", "tied (shared) tensors", "buffers missing",
+                            "metadata"],
 }
 
 
