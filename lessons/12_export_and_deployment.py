@@ -294,8 +294,8 @@ for label, feed in [("float64 input", x.double().numpy()),
     try:
         session.run(None, {name: feed})
     except Exception as error:                       # onnxruntime checks dtype and shape strictly
-        text = " ".join(str(error).split()).split("INVALID_ARGUMENT : ")[-1]
-        print(f"{label}: {type(error).__name__}: {text[:100]}")
+        text = " ".join(str(error).split()).split("INVALID_ARGUMENT : ")[-1].split(" Please")[0]
+        print(f"{label}: {text.replace('for input: input for the following indices ', '')}")
 
 static_path = workdir / "static.onnx"
 torch.onnx.export(model, (x,), static_path, dynamo=True, verbose=False)   # no dynamic_shapes
@@ -303,8 +303,8 @@ static = onnxruntime.InferenceSession(static_path, providers=["CPUExecutionProvi
 try:
     static.run(None, {name: torch.cat([x, x]).numpy()})
 except Exception as error:
-    text = " ".join(str(error).split()).split("INVALID_ARGUMENT : ")[-1]
-    print("static batch, batch 8:", text[:85])
+    text = " ".join(str(error).split()).split("INVALID_ARGUMENT : ")[-1].split(" Please")[0]
+    print("static batch, batch 8:", text.replace("for input: input for the following indices ", ""))
 
 # %% [markdown]
 # - In **train mode** Dropout zeroes random activations and BatchNorm uses the batch's own
