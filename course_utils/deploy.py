@@ -6,7 +6,6 @@
   so repeated exports (the notebook's and the checker's) cost only the export itself.
 * :func:`max_abs_diff` - the largest absolute difference between two arrays or tensors, as a
   Python float (the number a parity check prints and compares with its tolerance).
-* :func:`onnx_input_names` - the input names of an ONNX file, read with onnxruntime.
 
 Example:
     >>> import numpy as np, torch
@@ -19,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import numpy as np
@@ -68,10 +66,3 @@ def max_abs_diff(a: Any, b: Any) -> float:
         raise ValueError(f"shapes differ: {left.shape} vs {right.shape}")
     return float(np.abs(left - right).max()) if left.size else 0.0
 
-
-def onnx_input_names(path: str | os.PathLike) -> list[str]:
-    """The names of an ONNX model's inputs (what ``InferenceSession.run`` expects as keys)."""
-    import onnxruntime
-
-    session = onnxruntime.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
-    return [node.name for node in session.get_inputs()]
