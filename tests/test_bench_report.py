@@ -40,7 +40,7 @@ def test_over_budget_row_fails_and_says_why(seconds: float, peak: float, reason:
 
 
 def test_notebook_10_has_its_longer_budget_and_the_table_says_so() -> None:
-    name = "solutions/11_performance_compile_export.ipynb"
+    name = "solutions/11_performance_and_compile.ipynb"
     assert bench.budget_seconds(name) == 60.0 and bench.budget_seconds("notebooks/06_x.ipynb") == 30.0
     _, ok, lines = _verdicts([bench.Measurement(name, 45.0, 900.0)], subset=True)
     assert ok and lines[name].endswith("| yes (60 s budget) |")

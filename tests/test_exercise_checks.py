@@ -79,6 +79,12 @@ REQUIRED: dict[str, list[str]] = {
                         "embedding excluded"],
     "07.early_stopping": ["without a copy", "never loaded back", "`>` instead of `>=`", "min_delta"],
     "07.warmup_cosine": ["start_factor=0", "milestone", "T_max", "ChainedScheduler"],
+    "12.onnx_parity": ["training mode", "float64", "NHWC", "no dynamic batch", "different input",
+                       "allclose"],
+    "12.predict": ["no eval()", "Normalize(0.5, 0.5)", "ImageNet", "wrong dim", "logits returned",
+                   "uint8 not scaled", "HWC", "gradients tracked", "single image not batched"],
+    "12.save_for_serving": ["torch.save instead of safetensors", "tied (shared) tensors", "buffers missing",
+                            "metadata"],
 }
 
 

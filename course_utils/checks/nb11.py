@@ -1,9 +1,9 @@
-"""Checkers of notebook 11 (performance, compile, export), in notebook order: ``11.time_it``,
+"""Checkers of notebook 11 (performance and compile), in notebook order: ``11.time_it``,
 ``11.mean_epoch_loss``, ``11.clip_norm``.
 
 ``11.time_it`` runs the candidate on a fake asynchronous device (:class:`FakeAsyncDevice`, exact fake
 time); ``11.mean_epoch_loss`` hands it loss tensors of a subclass that counts device-to-host copies;
-``11.clip_norm`` first exports the candidate with ``torch.export`` (its ``inspect``) to catch a Python
+``11.clip_norm`` first captures the candidate as one graph with ``torch.export`` (its ``inspect``) to catch a Python
 ``if`` on a tensor value.
 """
 
@@ -324,7 +324,7 @@ register(Exercise(
 
 
 # --- 11.clip_norm ---------------------------------------------------------------------------------
-# An export-ready data-dependent branch with torch.cond.
+# A compile-friendly data-dependent choice: no graph break, no host sync (torch.cond or torch.where).
 
 class _AsModule(nn.Module):
     def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
@@ -338,7 +338,8 @@ class _AsModule(nn.Module):
 _ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torch.cond branches must "
                "return new tensors: return v.clone(), not v.")
 _PY_IF_HINT = ("  Hint (Python if on a tensor value): `if x.norm() > 1:` asks for a Python bool, "
-               "which only exists for one concrete input; torch.export cannot record both paths. "
+               "which only exists after a host sync, and the graph breaks there (one graph cannot record "
+               "both paths). "
                "Use torch.cond(pred, true_fn, false_fn, (x,)) (or torch.where for element-wise choices).")
 
 
@@ -350,8 +351,8 @@ def _exportable(candidate: Callable[..., Any]) -> str | None:
     except Exception as exc:  # anything else (stub, learner bug) is reported by the normal run
         text = f"{type(exc).__name__}: {exc}"
         if "data-dependent" in text or "GuardOnDataDependent" in text:
-            return ("torch.export failed: your function uses a Python `if` on a tensor "
-                    "value (data-dependent control flow)\n" + _PY_IF_HINT)
+            return ("your function cannot be captured as one graph: it uses a Python `if` on a "
+                    "tensor value (a graph break and a host sync)\n" + _PY_IF_HINT)
         if "aliasing" in text:
             return "torch.cond refused your branches: one returns its input tensor itself\n" + _ALIAS_HINT
     return None
@@ -388,7 +389,9 @@ def _clip_cases():
         return lambda: ((scale * torch.randn(n, generator=torch.Generator().manual_seed(seed)),), {})
     # one shape for every case: torch.cond compiles its branches once per input shape
     # norm exactly 1 is a boundary where both branches give x itself (">" and ">=" agree there)
+    # norm 1.5 sits between 1 and 2: a threshold of 2 instead of 1 fails it
     return [make(0, 3.0, 4), make(1, 0.05, 4), make(2, 10.0, 4), make(3, 0.1, 4),
+            lambda: ((torch.tensor([0.0, 1.5, 0.0, 0.0]),), {}),
             lambda: ((torch.tensor([0.0, 1.0, 0.0, 0.0]),), {})]
 
 
@@ -404,7 +407,8 @@ def _clip_verify(out, ref, args, kwargs):
 register(Exercise(
     "11.clip_norm",
     "clip_norm(x) returns x / x.norm() when x.norm() > 1 and an unchanged copy of x otherwise, "
-    "written so that torch.export can capture both branches (torch.cond).",
+    "with no graph break and no host sync (no Python if on a tensor value, no .item()): "
+    "torch.cond or torch.where.",
     clip_norm_reference,
     _clip_cases(),
     _clip_verify,

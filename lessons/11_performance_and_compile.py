@@ -7,29 +7,28 @@
 # ---
 
 # %% [markdown]
-# # 11 · Performance, `torch.compile` and export
+# # 11 · Performance and `torch.compile`
 #
 # "Make it faster" starts with "measure where the time goes": a training step is data loading,
 # forward, backward and the optimizer, and the slow part is often not the one you would guess.
 # This notebook times code correctly, profiles a training step with `torch.profiler`, removes a
 # data-loading bottleneck and hidden host-device syncs, measures what `torch.compile` really buys
-# on this machine (including its compile time), and exports a model for deployment — where the old
-# `torch.jit.trace` silently gets a data-dependent branch wrong and `torch.export` with `torch.cond`
-# gets it right.
+# on this machine (including its compile time), and writes code that compiles into one graph:
+# no graph break, no host sync. (Exporting a model for deployment is the next notebook.)
 #
 # **Run time:** this notebook compiles C++ code once (`torch.compile`), so its first run is the
 # slowest of the course: on a small 2-core machine the C++ compiler alone needs 10–20 s. A second
 # run reuses the compiled kernel from Inductor's on-disk cache and is much faster.
 #
-# ## You will learn (≈ 45 min)
+# ## You will learn (≈ 35 min)
 #
 # 1. Time code correctly: warm-up, synchronisation, mean per call.
 # 2. Profile a training step with `torch.profiler` and read the `key_averages()` table; tell data
 #    loading from compute.
 # 3. Find and remove host-device syncs (`.item()` every step).
 # 4. Measure `torch.compile` honestly: first-call compile time vs steady state vs eager.
-# 5. Export a model: why `torch.jit.trace` is deprecated (and silently wrong on data-dependent
-#    branches), and how `torch.export` with `torch.cond` captures both branches.
+# 5. Find graph breaks with `torch._dynamo.explain` and write a data-dependent choice without one
+#    (`torch.where`, `torch.cond`).
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -54,10 +53,7 @@ info = setup(seed=0)
 
 # %%
 import math
-import tempfile
-import textwrap
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -71,7 +67,6 @@ from course_utils.profiling import capture_messages, device_sync, quiet_backend_
 
 quiet_backend_logs()  # a CUDA build on a machine without a GPU logs harmless start-up notices
 device = pick_device()
-workdir = Path(tempfile.mkdtemp(prefix="nb11-"))  # every file this notebook writes goes here
 print("device:", device)
 
 
@@ -411,124 +406,46 @@ print("reason:", str(report.break_reasons[0].reason).splitlines()[0])
 
 # %% [markdown]
 # Two graphs instead of one, and the Python code runs between them. `torch.compile(fn,
-# fullgraph=True)` turns any graph break into an error, which is what you want for code you
-# intend to deploy.
+# fullgraph=True)` turns any graph break into an error, which is what you want for code whose speed
+# matters.
 #
-# ## 5. Exporting a model for deployment
+# The most common break in model code is a Python `if` on a tensor *value*: `if x.norm() > 1:`
+# needs a Python `bool`, so the value must be copied to the host (a sync) and the graph ends there.
+# Two ways keep the choice inside the graph:
 #
-# For deployment you want the model *without* Python: a file with the graph and the weights that a
-# server, a C++ runtime or a phone can run. Older tutorials do this with `torch.jit.trace`.
-# Here is a model with a **data-dependent branch**: inputs with a positive mean take a bigger
-# sub-network.
+# - `torch.where(condition, a, b)` computes both `a` and `b` and picks element-wise: right when
+#   both sides are cheap.
+# - `torch.cond(pred, true_fn, false_fn, operands)` records both branches as sub-graphs and runs
+#   only the chosen one. Its branches must return new tensors (not their input itself) and must not
+#   change their inputs. Notebook 12 uses it again to export a model with a data-dependent branch.
 
 # %%
-class Gated(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.small = nn.Linear(4, 2)
-        self.big = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.mean() > 0:                 # decided by the VALUES in x
-            return self.big(x)
-        return self.small(x)
+def clip_if(x: torch.Tensor) -> torch.Tensor:
+    if x.norm() > 1:                      # a Python bool from a tensor value
+        return x / x.norm()
+    return x.clone()
 
 
-torch.manual_seed(0)
-gated = Gated().eval()
-positive = torch.rand(3, 4) + 0.5
-negative = -torch.rand(5, 4) - 0.5
+def clip_where(x: torch.Tensor) -> torch.Tensor:
+    norm = x.norm()
+    return torch.where(norm > 1, x / norm, x)
 
-# %% [markdown]
-# ### `torch.jit.trace`: deprecated, and silently wrong here
-#
-# Tracing runs the model once on an example input and records the operations that happened. The
-# `if` is evaluated in Python during that run, so only the branch taken *for the example* is
-# recorded. In torch 2.14 `torch.jit.trace` (and `torch.jit.script`) also emit a `FutureWarning`
-# saying they are deprecated and pointing to `torch.compile` and `torch.export`; we capture the
-# warnings to show them.
 
-# %% tags=["deprecated-on-purpose"]
-with capture_messages() as captured:
-    traced = torch.jit.trace(gated, positive)
-for message in captured.warnings:
-    print(textwrap.shorten(message, 160))
-
-# %%
-with torch.no_grad():
-    print("eager  on a negative input:", gated(negative)[0])
-    print("traced on a negative input:", traced(negative)[0])
-    print("same answer:", torch.allclose(gated(negative), traced(negative)))
+probe = torch.linspace(-1, 1, 8)
+for fn in (clip_if, clip_where):
+    with capture_messages():
+        explained = torch._dynamo.explain(fn)(probe)
+    print(f"{fn.__name__}: graphs {explained.graph_count}, graph breaks {explained.graph_break_count}")
+assert torch.allclose(clip_if(3 * probe), clip_where(3 * probe))
 
 # %% [markdown]
-# No error — just a wrong answer for every input whose mean is negative: the traced model always
-# runs `self.big`. The `TracerWarning` above was the only hint.
-#
-# ### `torch.export`: the current path, and it refuses to guess
-#
-# `torch.export.export(model, example_args)` traces the model into an `ExportedProgram`: a graph of
-# ATen operators plus the weights, with explicit input shapes. Unlike tracing, it does **not**
-# silently pick a branch: a Python `if` on a tensor value is an error.
-
-# %%
-with capture_messages() as captured:               # export also prints its partial graph
-    try:
-        torch.export.export(gated, (positive,))
-        export_error = None
-    except Exception as error:
-        export_error = error
-print(type(export_error).__name__)
-print(str(export_error).splitlines()[0])
-print("at:", [line.split("code:")[1] for line in captured.stderr.splitlines() if "code:" in line][0])
-assert export_error is not None
-
-
-# %% [markdown]
-# "Could not guard on data-dependent expression": to decide the `if`, export would need the value of
-# `x.mean() > 0`, which does not exist while tracing with symbolic inputs. The fix is to make the
-# branch part of the graph with **`torch.cond(pred, true_fn, false_fn, operands)`**: both branches
-# are captured, and the choice happens when the exported program runs. (For element-wise choices,
-# `torch.where` does the same job.) We also let the batch size vary with `torch.export.Dim`.
-
-# %%
-class GatedCond(Gated):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cond(x.mean() > 0, self.big, self.small, (x,))
-
-
-gated_cond = GatedCond().eval()
-gated_cond.load_state_dict(gated.state_dict())          # the same weights as `gated`
-batch = torch.export.Dim("batch")
-exported = torch.export.export(gated_cond, (positive,), dynamic_shapes={"x": {0: batch}})
-print(exported.graph_module.code.strip())
-
-# %% [markdown]
-# The graph holds `torch.ops.higher_order.cond` with both sub-graphs (`true_graph_0` is `big`,
-# `false_graph_0` is `small`). Save it, load it back — no Python class needed — and compare with the
-# eager model on both kinds of input and several batch sizes:
-
-# %%
-path = workdir / "gated.pt2"
-torch.export.save(exported, path)
-loaded = torch.export.load(path).module()
-with torch.no_grad():
-    for name, inputs in [("positive, batch 3", positive), ("negative, batch 5", negative),
-                         ("random, batch 7", torch.randn(7, 4))]:
-        print(f"{name}: exported == eager: {torch.allclose(loaded(inputs), gated(inputs))}")
-
-
-# %% [markdown]
-# Where an `ExportedProgram` goes next: AOTInductor
-# (`torch._inductor.aoti_compile_and_package`) compiles it into a library you can run from C++
-# without Python; ExecuTorch runs it on phones and microcontrollers; `torch.onnx.export(model,
-# args, dynamo=True)` converts it to ONNX for ONNX Runtime and other engines (that needs the `onnx`
-# and `onnxscript` packages, which this course does not install).
-#
-# ### Exercise 3 — `clip_norm`, export-ready
+# ### Exercise 3 — `clip_norm`, compile-friendly
 #
 # Write `clip_norm(x)`: return `x / x.norm()` when `x.norm() > 1`, and an unchanged **copy** of
-# `x` otherwise, in a form `torch.export` can capture (the checker exports your function). Note:
-# `torch.cond` branches must return new tensors, not their input itself.
+# `x` otherwise, with no graph break and no host sync: no Python `if` on a tensor value, no
+# `.item()` (the checker captures your function as one graph, with `torch.export`, to find them).
+# If you use `torch.cond`, remember that its branches must return new tensors, not their input
+# itself.
 
 # %%
 def clip_norm(x: torch.Tensor) -> torch.Tensor:
@@ -549,17 +466,13 @@ check("11.clip_norm", clip_norm)
 # - Keep per-step values on the device; `.item()`, `print(tensor)`, `.cpu()` are syncs.
 # - `torch.compile` costs seconds on the first call and can save a lot per call on fusable code;
 #   measure both, and expect little on tiny tensors or where a fused built-in exists.
-# - `torch.jit.trace`/`script` are deprecated: a trace silently freezes data-dependent branches.
-#   Use `torch.export` (+ `torch.cond` for data-dependent branches, `Dim` for dynamic sizes).
+# - A Python `if` on a tensor value is a graph break and a host sync: `torch.compile(...,
+#   fullgraph=True)` finds breaks; `torch.where` or `torch.cond` keep the choice in the graph.
 #
 # ## Further reading
 #
 # - PyTorch docs: *torch.profiler* and the recipe *PyTorch Profiler*.
 # - PyTorch docs: *torch.compile* (introduction, troubleshooting, "Dynamo overview", graph breaks).
-# - PyTorch docs: *torch.export* (the ExportedProgram, dynamic shapes with `Dim`, control flow).
-# - PyTorch docs: *torch.cond* (control flow operators).
-# - PyTorch docs: *AOTInductor* and *ExecuTorch* for deployment without Python.
-# - PyTorch docs: *torch.onnx* (the `dynamo=True` exporter; needs `onnx` and `onnxscript`, with
-#   ONNX Runtime for a parity check — not installed in this course).
+# - PyTorch docs: *torch.cond* (control flow operators) and *torch.where*.
 # - PyTorch docs: *CUDA semantics* (asynchronous execution, `torch.cuda.set_sync_debug_mode`).
-# - Next: `13_distributed_data_parallel.ipynb`.
+# - Next: `12_export_and_deployment.ipynb`.
