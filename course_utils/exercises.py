@@ -721,8 +721,12 @@ class _Watch:
         return "a tensor"
 
 
-def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], keeps_hooks: bool) -> list[str]:
-    """The problem sentences of a candidate's run (changes not allowed by the task)."""
+def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], keeps_hooks: bool,
+              allowed_flags: set[str] | None = None) -> list[str]:
+    """The problem sentences of a candidate's run (changes not allowed by the task). ``allowed`` names the
+    arguments that may change in place, ``allowed_flags`` those whose train/eval flag may change (default:
+    the same)."""
+    allowed_flags = allowed if allowed_flags is None else allowed_flags
     problems = [_global_message(name, before, now) for name, (before, now) in changes.globals.items()
                 if name not in allowed_globals]
     if changes.hooks and not keeps_hooks:
@@ -731,7 +735,7 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
         problems.append(f"{count} hook(s) were left registered on {where}: keep the handles that "
                         f"`register_..._hook` returns and call `handle.remove()` in a `finally:` block")
     for name, was in changes.train_flags.items():
-        if name not in allowed:
+        if name not in allowed_flags:
             now = "eval" if was == "train" else "train"
             problems.append(f"`{name}` was left in {now} mode (it came in {was} mode): remember "
                             f"`was_training = {name}.training` and call `{name}.train(was_training)` at the end")
@@ -776,6 +780,8 @@ class _Reference:
     allowed: set[str]
     allowed_globals: set[str]
     keeps_hooks: bool
+    #: arguments whose train/eval flag the task may change (those it may modify, and those the reference flips)
+    allowed_flags: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -800,8 +806,14 @@ def _reference_run(ex: Exercise, factory: CaseFactory) -> _Reference:
     finally:
         changes = watch.finish()
         changes.restore_local()
-    allowed = set(ex.may_modify) | set(changes.arguments) | set(changes.train_flags)
-    return _Reference(output, allowed, set(changes.globals), ex.keeps_hooks or bool(changes.hooks))
+    allowed = set(ex.may_modify) | set(changes.arguments)
+    # a task that switches a model to eval mode (evaluate) still may not change its weights
+    return _Reference(output, allowed, set(changes.globals), ex.keeps_hooks or bool(changes.hooks),
+                      allowed | set(changes.train_flags))
+
+
+def _timeout_message(ex: Exercise) -> str:
+    return f"your function did not finish within {ex.time_limit:g} s: is there a loop that never ends?"
 
 
 def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _Run:
@@ -814,8 +826,7 @@ def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _
             run.output = func(*args, **kwargs)
     except _Timeout as exc:
         run.error = exc
-        run.problem = (f"your function did not finish within {ex.time_limit:g} s: "
-                       f"is there a loop that never ends?")
+        run.problem = _timeout_message(ex)
     except NotImplementedError as exc:
         run.error = exc
         if _own_not_implemented(exc):
@@ -840,7 +851,7 @@ def _judge(ex: Exercise, run: _Run, ref: _Reference) -> None:
     """
     if run.error is not None or run.todo:
         return
-    problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks)
+    problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks, ref.allowed_flags)
     if run.output is None and ex.returns and ref.output is not None:
         problems.insert(0, "your function returned None: did you forget `return`?")
     try:
@@ -889,7 +900,11 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
     if is_stub(candidate):
         raise _Todo
     if ex.inspect is not None:
-        problem = ex.inspect(candidate)
+        try:
+            with time_limit(ex.time_limit):  # an inspection may run the candidate (torch.export does)
+                problem = ex.inspect(candidate)
+        except _Timeout:
+            return "fail", _timeout_message(ex), None
         if problem:
             return "fail", problem, None
     for number, factory in enumerate(ex.cases, start=1):
