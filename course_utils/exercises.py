@@ -217,6 +217,8 @@ class Exercise:
     #: Seconds per candidate run: generous, so a slow or busy machine never fails a correct answer.
     time_limit: float = 10.0
     keeps_hooks: bool = False
+    #: Seconds for ``inspect`` (it may compile the candidate, e.g. torch.export: slow on a first call).
+    inspect_time_limit: float = 120.0
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -311,6 +313,31 @@ def _stub_by_code(func: Callable[..., Any]) -> bool:
     if ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("LOAD_CONST", Ellipsis), ("RETURN_VALUE", None)]):
         return True
     return len(ops) == 1 and ops[0][0] == "RETURN_CONST" and ops[0][1] in (None, Ellipsis)
+
+
+def _stub_words(func: Callable[..., Any]) -> str:
+    """What the learner has to replace, as the stub says it: "the `raise NotImplementedError`", "the `...`"."""
+    func = getattr(func, "__func__", func)
+    try:
+        tree = ast.parse(textwrap.dedent(_inspect.getsource(func)))
+        node = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and n.name == getattr(func, "__name__", ""))
+    except (OSError, TypeError, SyntaxError, IndentationError, StopIteration):
+        return "the placeholder"
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+                                         and isinstance(n.value.value, str))]
+    for statement in body:
+        if isinstance(statement, ast.Raise):
+            return "the `raise NotImplementedError`"
+        if isinstance(statement, ast.Return):
+            return "the `return ...`"
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            return "the `...`"
+        if isinstance(statement, ast.Pass):
+            return "the `pass`"
+    if isinstance(node, ast.Lambda) or not body:
+        return "the placeholder" if body else "the docstring-only body"
+    return "the placeholder"
 
 
 def is_stub(func: Callable[..., Any]) -> bool:
@@ -646,6 +673,8 @@ class _Changes:
     train_flags: dict[str, str] = field(default_factory=dict)
     hooks: dict[str, int] = field(default_factory=dict)
     globals: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: how to copy each changed argument, by its type (`x.clone()`, `dict(d)`, `copy.deepcopy(m)`)
+    copies: dict[str, str] = field(default_factory=dict)
     #: undo the changes made to the case's own objects (after verify and the mistakes have seen them)
     undo: list[Callable[[], None]] = field(default_factory=list)
 
@@ -663,6 +692,21 @@ class _Changes:
         finally:
             for name, (before, _) in self.globals.items():
                 _restore_global(name, before)
+
+
+def _copy_hint(name: str, value: Any) -> str:
+    """How to work on a copy of ``value`` (an argument changed in place), as code."""
+    if isinstance(value, torch.Tensor):
+        return f"`{name}.clone()`"
+    if isinstance(value, dict):
+        return f"a new dict, `{{k: ... for k, v in {name}.items()}}`"
+    if isinstance(value, list):
+        return f"a new list, `[... for item in {name}]`"
+    if isinstance(value, nn.Module):
+        return f"`copy.deepcopy({name})`"
+    if type(value).__module__ == "numpy":
+        return f"`{name}.copy()`"
+    return f"`copy.deepcopy({name})`"
 
 
 class _Watch:
@@ -698,6 +742,7 @@ class _Watch:
             what = _changed(snap, value)
             if what is not None:
                 changes.arguments[name] = what
+                changes.copies[name] = _copy_hint(name, value)
             flipped = [(m, was) for m, was in flags if m.training != was]
             if flipped:
                 changes.train_flags[name] = "train" if flipped[0][1] else "eval"
@@ -741,8 +786,9 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
                             f"`was_training = {name}.training` and call `{name}.train(was_training)` at the end")
     for name, what in changes.arguments.items():
         if name not in allowed:
+            copy_hint = changes.copies.get(name, f"`{name}.clone()`")
             problems.append(f"your function modified its input `{name}` in place ({what}); "
-                            f"work on a copy (e.g. `{name}.clone()`) or use out-of-place operations")
+                            f"work on a copy (e.g. {copy_hint}) or use out-of-place operations")
     return problems
 
 
@@ -812,8 +858,9 @@ def _reference_run(ex: Exercise, factory: CaseFactory) -> _Reference:
                       allowed | set(changes.train_flags))
 
 
-def _timeout_message(ex: Exercise) -> str:
-    return f"your function did not finish within {ex.time_limit:g} s: is there a loop that never ends?"
+def _timeout_message(ex: Exercise, seconds: float | None = None) -> str:
+    seconds = ex.time_limit if seconds is None else seconds
+    return f"your function did not finish within {seconds:g} s: is there a loop that never ends?"
 
 
 def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _Run:
@@ -901,17 +948,19 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
         raise _Todo
     if ex.inspect is not None:
         try:
-            with time_limit(ex.time_limit):  # an inspection may run the candidate (torch.export does)
+            with time_limit(ex.inspect_time_limit):  # an inspection may run the candidate (torch.export does)
                 problem = ex.inspect(candidate)
         except _Timeout:
-            return "fail", _timeout_message(ex), None
+            return "fail", _timeout_message(ex, ex.inspect_time_limit), None
         if problem:
             return "fail", problem, None
     for number, factory in enumerate(ex.cases, start=1):
         run = _evaluate(ex, candidate, factory)
         if run.todo:
             run.changes.restore_local()
-            raise _Todo
+            if isinstance(run.error, NotImplementedError):
+                raise _Todo("the `raise NotImplementedError`")
+            raise _Todo("the `...` your function returns")
         if run.problem is None:
             run.changes.restore_local()
             continue
@@ -945,10 +994,11 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
                            f"itself, without calling it: check({exercise_id!r}, my_function)")
     try:
         status, detail, mistake = _run_candidate(ex, candidate)
-    except _Todo:
+    except _Todo as todo:
+        what = todo.args[0] if todo.args else _stub_words(candidate)
         return CheckResult(exercise_id, "todo",
                            f"[TODO] {exercise_id}: not attempted yet. Task: {ex.task}\n"
-                           f"  Replace the `raise NotImplementedError` with your code and run the cell again.")
+                           f"  Replace {what} with your code and run the cell again.")
     if status == "ok":
         return CheckResult(exercise_id, "ok", f"[OK] {exercise_id}: {detail}.")
     lines = [f"[FAIL] {exercise_id}: {detail}"]

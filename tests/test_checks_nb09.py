@@ -384,3 +384,26 @@ RIGHT = [
 def test_learners_right_answers_pass(exercise_id, right) -> None:
     result = check(exercise_id, right)
     assert result.passed, result.message
+
+
+def test_clean_state_dict_popping_keys_in_place_names_a_dict_copy() -> None:
+    def clean_state_dict(state_dict):
+        for k in list(state_dict):
+            state_dict[k.removeprefix("module.")] = state_dict.pop(k)
+        return state_dict
+
+    result = check("09.clean_state_dict", clean_state_dict)
+    assert result.status == "fail" and "in place" in result.message, result.message
+    assert "a new dict" in result.message and ".clone()" not in result.message, result.message
+
+
+def test_clean_state_dict_while_startswith_loop_passes() -> None:
+    def clean_state_dict(state_dict):
+        out = {}
+        for k, v in state_dict.items():
+            while k.startswith(("module.", "_orig_mod.")):
+                k = k.split(".", 1)[1]
+            out[k] = v
+        return out
+
+    assert check("09.clean_state_dict", clean_state_dict).passed

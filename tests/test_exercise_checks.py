@@ -39,36 +39,36 @@ REQUIRED: dict[str, list[str]] = {
     "00.layer_shapes": [],
     "01.independent_copy": ["from_numpy", "dtype"],
     "01.flatten_batch": [],
-    "01.to_device": ["moves only the top level", "returns non-tensors changed", "namedtuple"],
-    "02.per_sample_mse": ["broadcast to (N,N)", "mean over everything"],
-    "02.center_columns": ["subtracts row means", "subtracts global mean"],
+    "01.to_device": ["moves only the top level", "returns non-tensors changed", "namedtuple", "containers changed type"],
+    "02.per_sample_mse": ["broadcast to (N,N)", "mean over everything", "squeeze() breaks a batch of one"],
+    "02.center_columns": ["subtracts row means", "subtracts global mean", "modifies the input in place"],
     "02.pairwise_sq_dists": [],
     "03.accumulated_grads": ["no division by the number of micro-batches", "stale grads not zeroed first",
-                             "zeroing inside the loop"],
+                             "zeroing inside the loop", ".grad is None"],
     "03.gradient_at": [],
     "03.finite_difference_grad": [],
     "04.count_trainable": ["frozen", "shared params twice"],
-    "04.kaiming_init": ["Xavier", "biases not zeroed", "non-Linear"],
+    "04.kaiming_init": ["Xavier", "uniform instead of normal", "biases not zeroed", "non-Linear"],
     "05.normalization_stats": ["global instead of per-channel", "wrong axes"],
     "05.make_loaders": ["shuffles the validation set", "not shuffled", "drop_last", "BatchNorm"],
     "05.pad_collate": ["batch_first", "lengths", "fixed length"],
     "06.train_one_epoch": ["missing zero_grad", "missing model.train()", "softmax before CrossEntropyLoss",
-                           "last loss or a tensor", "unweighted mean of batch losses"],
+                           "last loss or a tensor", "unweighted mean of batch losses", "not moved to `device`"],
     "06.evaluate": ["missing eval()", "gradients tracked", "argmax over the wrong dim",
-                    "mean of per-batch accuracies"],
+                    "mean of per-batch accuracies", "global grad mode left off", "not moved to `device`"],
     "06.clipped_step": ["zero_grad", "before backward", "after optimizer.step()", "tensor"],
     "08.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
     "08.amp_train_step": ["backward on unscaled loss", "`optimizer.step()` instead of `scaler.step`",
-                          "no `scaler.update()`"],
+                          "no `scaler.update()`", "no `zero_grad`", "wrong low-precision dtype"],
     "08.saved_activation_bytes": ["shared tensors counted twice", "parameters counted",
                                   "pack hook returns the tensor itself (graph never freed)"],
     "09.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
-                           "non-atomic write"],
+                           "non-atomic write", "no os.fsync"],
     "09.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
-                           "weights_only"],
+                           "weights_only", "`map_location` ignored"],
     "09.latest_checkpoint": ["as text", "temp", "modification time"],
     "09.clean_state_dict": ["anywhere", "_orig_mod.", "in place"],
-    "10.seed_everything": ["numpy not seeded", "python `random` not seeded"],
+    "10.seed_everything": ["numpy not seeded", "python `random` not seeded", "global generator returned"],
     "10.nonfinite_layers": ["hooks not removed", "misses Inf"],
     "10.fix_train_step": ["ZERO_GRAD_MISSING", "SOFTMAX_BEFORE_CE", "EVAL_MODE_LEFT_ON"],
     "11.time_it": ["warm-up", "synchronization", "total"],
@@ -254,12 +254,12 @@ def _first_line(message: str) -> str:
 def short_time_limit(request):
     """The exercise with a short time limit (the endless-loop case waits for it), restored afterwards."""
     exercise = get_exercise(request.param)
-    saved = exercise.time_limit
-    exercise.time_limit = 0.5
+    saved = exercise.time_limit, exercise.inspect_time_limit
+    exercise.time_limit = exercise.inspect_time_limit = 0.5
     try:
         yield exercise
     finally:
-        exercise.time_limit = saved
+        exercise.time_limit, exercise.inspect_time_limit = saved
 
 
 def _spin() -> None:

@@ -191,7 +191,10 @@ def _save_str_as_path(path, model, optimizer, scheduler, generator, epoch, step,
                   "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
                   "best_metric": best_metric, "rng": capture_rng_state(generator)}
     tmp = path.with_name(path.name + ".tmp")  # fails when path is a str
-    torch.save(checkpoint, tmp)
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -200,7 +203,10 @@ def _save_path_plus_str(path, model, optimizer, scheduler, generator, epoch, ste
                   "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
                   "best_metric": best_metric, "rng": capture_rng_state(generator)}
     tmp = path + ".tmp"  # fails when path is a Path
-    torch.save(checkpoint, tmp)
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
