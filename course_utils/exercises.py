@@ -35,7 +35,8 @@ The learner sees one block (coloured in Jupyter, see :meth:`CheckResult._repr_ht
     [OK] 01.independent_copy: ...
     [FAIL] 01.independent_copy: expected ..., found ...
       Hint (returns torch.from_numpy): ...
-    [TODO] 01.independent_copy: replace the `raise NotImplementedError` with your code.
+    [TODO] 01.independent_copy: not attempted yet. Task: ...
+      Replace the `raise NotImplementedError` (or the `...`, the `pass`) with your code and run the cell again.
 
 Example:
     >>> from course_utils.exercises import check
@@ -522,6 +523,10 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
     return ("opaque", None)
 
 
+#: buffers that a forward pass in training mode updates (BatchNorm's running statistics)
+_RUNNING_STATS = {"running_mean", "running_var", "num_batches_tracked"}
+
+
 def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
     """None when ``value`` still matches its snapshot, else what changed (a short phrase)."""
     kind = before[0]
@@ -542,6 +547,8 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
             return "its parameters/buffers were replaced or renamed"
         for name, snap in before[1].items():
             what = _changed(("tensor", snap), now[name])
+            if what is not None and name.rsplit(".", 1)[-1] in _RUNNING_STATS:
+                return f"`{name}`: {what}, because it ran in training mode"
             if what is not None:
                 return f"`{name}`: {what}"
         return None
@@ -786,6 +793,11 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
                             f"`was_training = {name}.training` and call `{name}.train(was_training)` at the end")
     for name, what in changes.arguments.items():
         if name not in allowed:
+            if what.endswith("because it ran in training mode"):
+                problems.append(f"your function modified its input `{name}` in place ({what}): call "
+                                f"`{name}.eval()` before running it, so BatchNorm uses its running statistics "
+                                f"instead of updating them")
+                continue
             copy_hint = changes.copies.get(name, f"`{name}.clone()`")
             problems.append(f"your function modified its input `{name}` in place ({what}); "
                             f"work on a copy (e.g. {copy_hint}) or use out-of-place operations")
