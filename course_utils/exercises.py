@@ -35,7 +35,8 @@ The learner sees one block (coloured in Jupyter, see :meth:`CheckResult._repr_ht
     [OK] 01.independent_copy: ...
     [FAIL] 01.independent_copy: expected ..., found ...
       Hint (returns torch.from_numpy): ...
-    [TODO] 01.independent_copy: replace the `raise NotImplementedError` with your code.
+    [TODO] 01.independent_copy: not attempted yet. Task: ...
+      Replace the `raise NotImplementedError` (or the `...`, the `pass`) with your code and run the cell again.
 
 Example:
     >>> from course_utils.exercises import check
@@ -217,6 +218,8 @@ class Exercise:
     #: Seconds per candidate run: generous, so a slow or busy machine never fails a correct answer.
     time_limit: float = 10.0
     keeps_hooks: bool = False
+    #: Seconds for ``inspect`` (it may compile the candidate, e.g. torch.export: slow on a first call).
+    inspect_time_limit: float = 120.0
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -311,6 +314,31 @@ def _stub_by_code(func: Callable[..., Any]) -> bool:
     if ops in ([("LOAD_CONST", None), ("RETURN_VALUE", None)], [("LOAD_CONST", Ellipsis), ("RETURN_VALUE", None)]):
         return True
     return len(ops) == 1 and ops[0][0] == "RETURN_CONST" and ops[0][1] in (None, Ellipsis)
+
+
+def _stub_words(func: Callable[..., Any]) -> str:
+    """What the learner has to replace, as the stub says it: "the `raise NotImplementedError`", "the `...`"."""
+    func = getattr(func, "__func__", func)
+    try:
+        tree = ast.parse(textwrap.dedent(_inspect.getsource(func)))
+        node = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and n.name == getattr(func, "__name__", ""))
+    except (OSError, TypeError, SyntaxError, IndentationError, StopIteration):
+        return "the placeholder"
+    body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+                                         and isinstance(n.value.value, str))]
+    for statement in body:
+        if isinstance(statement, ast.Raise):
+            return "the `raise NotImplementedError`"
+        if isinstance(statement, ast.Return):
+            return "the `return ...`"
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            return "the `...`"
+        if isinstance(statement, ast.Pass):
+            return "the `pass`"
+    if isinstance(node, ast.Lambda) or not body:
+        return "the placeholder" if body else "the docstring-only body"
+    return "the placeholder"
 
 
 def is_stub(func: Callable[..., Any]) -> bool:
@@ -495,6 +523,10 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
     return ("opaque", None)
 
 
+#: buffers that a forward pass in training mode updates (BatchNorm's running statistics)
+_RUNNING_STATS = {"running_mean", "running_var", "num_batches_tracked"}
+
+
 def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
     """None when ``value`` still matches its snapshot, else what changed (a short phrase)."""
     kind = before[0]
@@ -515,6 +547,8 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
             return "its parameters/buffers were replaced or renamed"
         for name, snap in before[1].items():
             what = _changed(("tensor", snap), now[name])
+            if what is not None and name.rsplit(".", 1)[-1] in _RUNNING_STATS:
+                return f"`{name}`: {what}, because it ran in training mode"
             if what is not None:
                 return f"`{name}`: {what}"
         return None
@@ -646,6 +680,8 @@ class _Changes:
     train_flags: dict[str, str] = field(default_factory=dict)
     hooks: dict[str, int] = field(default_factory=dict)
     globals: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: how to copy each changed argument, by its type (`x.clone()`, `dict(d)`, `copy.deepcopy(m)`)
+    copies: dict[str, str] = field(default_factory=dict)
     #: undo the changes made to the case's own objects (after verify and the mistakes have seen them)
     undo: list[Callable[[], None]] = field(default_factory=list)
 
@@ -663,6 +699,21 @@ class _Changes:
         finally:
             for name, (before, _) in self.globals.items():
                 _restore_global(name, before)
+
+
+def _copy_hint(name: str, value: Any) -> str:
+    """How to work on a copy of ``value`` (an argument changed in place), as code."""
+    if isinstance(value, torch.Tensor):
+        return f"`{name}.clone()`"
+    if isinstance(value, dict):
+        return f"a new dict, `{{k: ... for k, v in {name}.items()}}`"
+    if isinstance(value, list):
+        return f"a new list, `[... for item in {name}]`"
+    if isinstance(value, nn.Module):
+        return f"`copy.deepcopy({name})`"
+    if type(value).__module__ == "numpy":
+        return f"`{name}.copy()`"
+    return f"`copy.deepcopy({name})`"
 
 
 class _Watch:
@@ -698,6 +749,7 @@ class _Watch:
             what = _changed(snap, value)
             if what is not None:
                 changes.arguments[name] = what
+                changes.copies[name] = _copy_hint(name, value)
             flipped = [(m, was) for m, was in flags if m.training != was]
             if flipped:
                 changes.train_flags[name] = "train" if flipped[0][1] else "eval"
@@ -721,8 +773,12 @@ class _Watch:
         return "a tensor"
 
 
-def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], keeps_hooks: bool) -> list[str]:
-    """The problem sentences of a candidate's run (changes not allowed by the task)."""
+def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], keeps_hooks: bool,
+              allowed_flags: set[str] | None = None) -> list[str]:
+    """The problem sentences of a candidate's run (changes not allowed by the task). ``allowed`` names the
+    arguments that may change in place, ``allowed_flags`` those whose train/eval flag may change (default:
+    the same)."""
+    allowed_flags = allowed if allowed_flags is None else allowed_flags
     problems = [_global_message(name, before, now) for name, (before, now) in changes.globals.items()
                 if name not in allowed_globals]
     if changes.hooks and not keeps_hooks:
@@ -731,14 +787,20 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
         problems.append(f"{count} hook(s) were left registered on {where}: keep the handles that "
                         f"`register_..._hook` returns and call `handle.remove()` in a `finally:` block")
     for name, was in changes.train_flags.items():
-        if name not in allowed:
+        if name not in allowed_flags:
             now = "eval" if was == "train" else "train"
             problems.append(f"`{name}` was left in {now} mode (it came in {was} mode): remember "
                             f"`was_training = {name}.training` and call `{name}.train(was_training)` at the end")
     for name, what in changes.arguments.items():
         if name not in allowed:
+            if what.endswith("because it ran in training mode"):
+                problems.append(f"your function modified its input `{name}` in place ({what}): call "
+                                f"`{name}.eval()` before running it, so BatchNorm uses its running statistics "
+                                f"instead of updating them")
+                continue
+            copy_hint = changes.copies.get(name, f"`{name}.clone()`")
             problems.append(f"your function modified its input `{name}` in place ({what}); "
-                            f"work on a copy (e.g. `{name}.clone()`) or use out-of-place operations")
+                            f"work on a copy (e.g. {copy_hint}) or use out-of-place operations")
     return problems
 
 
@@ -776,6 +838,8 @@ class _Reference:
     allowed: set[str]
     allowed_globals: set[str]
     keeps_hooks: bool
+    #: arguments whose train/eval flag the task may change (those it may modify, and those the reference flips)
+    allowed_flags: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -800,8 +864,15 @@ def _reference_run(ex: Exercise, factory: CaseFactory) -> _Reference:
     finally:
         changes = watch.finish()
         changes.restore_local()
-    allowed = set(ex.may_modify) | set(changes.arguments) | set(changes.train_flags)
-    return _Reference(output, allowed, set(changes.globals), ex.keeps_hooks or bool(changes.hooks))
+    allowed = set(ex.may_modify) | set(changes.arguments)
+    # a task that switches a model to eval mode (evaluate) still may not change its weights
+    return _Reference(output, allowed, set(changes.globals), ex.keeps_hooks or bool(changes.hooks),
+                      allowed | set(changes.train_flags))
+
+
+def _timeout_message(ex: Exercise, seconds: float | None = None) -> str:
+    seconds = ex.time_limit if seconds is None else seconds
+    return f"your function did not finish within {seconds:g} s: is there a loop that never ends?"
 
 
 def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _Run:
@@ -814,8 +885,7 @@ def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _
             run.output = func(*args, **kwargs)
     except _Timeout as exc:
         run.error = exc
-        run.problem = (f"your function did not finish within {ex.time_limit:g} s: "
-                       f"is there a loop that never ends?")
+        run.problem = _timeout_message(ex)
     except NotImplementedError as exc:
         run.error = exc
         if _own_not_implemented(exc):
@@ -840,7 +910,7 @@ def _judge(ex: Exercise, run: _Run, ref: _Reference) -> None:
     """
     if run.error is not None or run.todo:
         return
-    problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks)
+    problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks, ref.allowed_flags)
     if run.output is None and ex.returns and ref.output is not None:
         problems.insert(0, "your function returned None: did you forget `return`?")
     try:
@@ -889,14 +959,20 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
     if is_stub(candidate):
         raise _Todo
     if ex.inspect is not None:
-        problem = ex.inspect(candidate)
+        try:
+            with time_limit(ex.inspect_time_limit):  # an inspection may run the candidate (torch.export does)
+                problem = ex.inspect(candidate)
+        except _Timeout:
+            return "fail", _timeout_message(ex, ex.inspect_time_limit), None
         if problem:
             return "fail", problem, None
     for number, factory in enumerate(ex.cases, start=1):
         run = _evaluate(ex, candidate, factory)
         if run.todo:
             run.changes.restore_local()
-            raise _Todo
+            if isinstance(run.error, NotImplementedError):
+                raise _Todo("the `raise NotImplementedError`")
+            raise _Todo("the `...` your function returns")
         if run.problem is None:
             run.changes.restore_local()
             continue
@@ -930,10 +1006,11 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
                            f"itself, without calling it: check({exercise_id!r}, my_function)")
     try:
         status, detail, mistake = _run_candidate(ex, candidate)
-    except _Todo:
+    except _Todo as todo:
+        what = todo.args[0] if todo.args else _stub_words(candidate)
         return CheckResult(exercise_id, "todo",
                            f"[TODO] {exercise_id}: not attempted yet. Task: {ex.task}\n"
-                           f"  Replace the `raise NotImplementedError` with your code and run the cell again.")
+                           f"  Replace {what} with your code and run the cell again.")
     if status == "ok":
         return CheckResult(exercise_id, "ok", f"[OK] {exercise_id}: {detail}.")
     lines = [f"[FAIL] {exercise_id}: {detail}"]

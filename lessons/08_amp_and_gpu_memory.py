@@ -233,7 +233,9 @@ with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
 # Write `saved_activation_bytes(model, x)`: run `model(x)` under `saved_tensors_hooks` and return
 # the bytes of the **distinct** storages autograd saves, leaving out the model's parameters. Use
 # `t.untyped_storage().data_ptr()` to recognise a storage and `.nbytes()` for its size: two saved
-# views of one tensor are one storage, and a saved slice keeps its whole storage alive.
+# views of one tensor are one storage, and a saved slice keeps its whole storage alive. `pack`
+# returns what autograd keeps for backward: `t.detach()`, as above, so a backward through that graph
+# still works.
 
 # %%
 def saved_activation_bytes(model: nn.Module, x: torch.Tensor) -> int:

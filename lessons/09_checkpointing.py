@@ -338,7 +338,7 @@ torch.load(path, weights_only=True)
 # Write the full checkpoint of section 4 (a dict with the seven keys below) and write it atomically
 # to `path`, which may be a `str` or a `Path`; the function returns nothing. The checker loads your
 # file with `weights_only=True`, resumes a real run from it and compares with an uninterrupted run,
-# and watches whether the file arrives by `os.replace`.
+# and watches whether the file arrives by `os.replace` after the temp file was flushed and `os.fsync`-ed.
 
 # %%
 def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):

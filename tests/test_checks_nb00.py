@@ -228,3 +228,73 @@ def test_double_returning_input_unchanged_is_not_called_in_place() -> None:
     result = check("00.double", define("def double(x):\n    return x"))
     assert result.status == "fail"
     assert "in place" not in result.message
+
+
+# --- more answers written as a learner would ----------------------------------------------------------
+
+MORE_WRONG = [
+    ("00.shrink_until_small", """
+        def shrink_until_small(x, layer, max_steps=10):
+            n = 0
+            while x.norm() > 1:          # max_steps forgotten
+                x = layer(x)
+                n += 1
+            return x, n""", ["at most max_steps"]),
+    ("00.shrink_until_small", """
+        def shrink_until_small(x, layer, max_steps=10):
+            n = 0
+            while x.norm() > 1 and n <= max_steps:   # one application too many
+                x = layer(x)
+                n += 1
+            return x, n""", ["at most max_steps"]),
+    ("00.shrink_until_small", """
+        def shrink_until_small(x, layer, max_steps=10):
+            n = 0
+            while x.norm() >= 1 and n < max_steps:
+                x = layer(x)
+                n += 1
+            return x, n""", ["x.norm() > 1"]),
+    ("00.shrink_until_small", """
+        def shrink_until_small(x, layer, max_steps=10):
+            n = 0
+            while x.norm() > 1 and n < max_steps:
+                x = layer(x)
+                n += 1
+            return n, x""", ["(x, steps)"]),
+]
+
+MORE_RIGHT = [
+    ("00.shrink_until_small", """
+        def shrink_until_small(x, layer, max_steps=10):
+            for n in range(max_steps):
+                if x.norm() <= 1:
+                    return x, n
+                x = layer(x)
+            return x, max_steps"""),
+    ("00.layer_shapes", """
+        def layer_shapes(model, x):
+            shapes = []
+            for layer in model:
+                x = layer(x)
+                shapes.append(x.shape)      # torch.Size is a tuple
+            return shapes"""),
+    ("00.layer_shapes", """
+        def layer_shapes(model, x):
+            shapes = []
+            with torch.no_grad():
+                for layer in model.children():
+                    x = layer(x)
+                    shapes.append(tuple(x.size()))
+            return shapes"""),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "source", "words"), MORE_WRONG,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(MORE_WRONG)])
+def test_more_wrong_answers_are_named(exercise_id, source, words) -> None:
+    assert_rejected(exercise_id, source, words)
+
+
+@pytest.mark.parametrize(("exercise_id", "source"), MORE_RIGHT, ids=[f"{e}-{i}" for i, (e, _) in enumerate(MORE_RIGHT)])
+def test_more_right_answers_pass(exercise_id, source) -> None:
+    assert_accepted(exercise_id, source)

@@ -238,3 +238,41 @@ def test_checking_does_not_touch_the_global_rng() -> None:
         for mistake in exercise.mistakes:
             check(exercise_id, mistake.example)
     assert torch.equal(torch.rand(3), expected)
+
+
+# --- more answers written as a learner would ----------------------------------------------------------
+
+PAD_WRONG = [
+    ("""
+        def pad_collate(batch):
+            tokens = [t for t, _ in batch]
+            lengths = torch.tensor([len(t) for t in tokens])
+            return pad_sequence(tokens, padding_value=0), lengths, torch.tensor([label for _, label in batch])""",
+     ["(batch, longest sequence"]),
+    ("""
+        def pad_collate(batch):
+            tokens, labels = zip(*batch)
+            padded = pad_sequence(tokens, batch_first=True)
+            return padded, torch.tensor([padded.shape[1]] * len(tokens)), torch.tensor(labels)""", ["lengths"]),
+    ("""
+        def pad_collate(batch):
+            tokens, labels = zip(*batch)
+            padded = pad_sequence(tokens, batch_first=True)
+            return padded, torch.tensor([len(t) for t in tokens]), list(labels)""", ["labels to be a tensor"]),
+]
+
+
+@pytest.mark.parametrize("source, words", PAD_WRONG, ids=[str(i) for i in range(len(PAD_WRONG))])
+def test_pad_collate_more_wrong_answers(source, words) -> None:
+    assert_rejected("05.pad_collate", source, words)
+
+
+def test_pad_collate_by_hand_passes() -> None:
+    assert_accepted("05.pad_collate", """
+        def pad_collate(batch):
+            tokens, labels = zip(*batch)
+            lengths = torch.tensor([t.numel() for t in tokens], dtype=torch.long)
+            padded = torch.zeros(len(tokens), int(lengths.max()), dtype=torch.long)
+            for i, t in enumerate(tokens):
+                padded[i, :len(t)] = t
+            return padded, lengths, torch.tensor(labels, dtype=torch.long)""")

@@ -7,6 +7,7 @@ import torch
 
 from course_utils.checks import nb06
 from course_utils.exercises import Mistake, check, get_exercise, list_exercises
+from tests.learner_code import assert_accepted, assert_rejected
 
 
 def _mistake(exercise_id: str, name: str) -> Mistake:
@@ -312,7 +313,7 @@ WRONG = [
     ("06.clipped_step", _clipped(ret="after"), ["BEFORE clipping"]),
     ("06.clipped_step", _clipped(ret="min"), ["before clipping"]),
     ("06.clipped_step", _clipped(ret="tensor"), [".item()"]),
-    ("06.clipped_step", _clipped(order="no step"), ["parameters after the step differ"]),
+    ("06.clipped_step", _clipped(order="no step"), ["did not change", "optimizer.step()"]),
     ("06.clipped_step", _clipped(ret="none"), ["forget `return`"]),
 ]
 
@@ -413,3 +414,22 @@ RIGHT = [
 def test_learners_right_answers_pass(exercise_id, right) -> None:
     result = check(exercise_id, right)
     assert result.passed, result.message
+
+
+def test_clipped_step_without_optimizer_step_is_named() -> None:
+    assert_rejected("06.clipped_step", """
+        def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()""",
+                    ["did not change", "optimizer.step()"])
+
+
+def test_clipped_step_zero_grad_set_to_none_and_keyword_max_norm_pass() -> None:
+    assert_accepted("06.clipped_step", """
+        def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            total = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=max_norm))
+            optimizer.step()
+            return total""")

@@ -199,6 +199,11 @@ def _save(*, keys=("model", "optimizer", "scheduler", "epoch", "step", "best_met
             os.replace(tmp, path)
         elif write == "with_name":
             tmp = path.with_name(path.name + ".tmp")
+            _durable_save(checkpoint, tmp)
+            os.replace(tmp, path)
+        elif write == "no fsync":
+            path = Path(path)
+            tmp = path.with_name(path.name + ".tmp")
             torch.save(checkpoint, tmp)
             os.replace(tmp, path)
         elif write == "plus":
@@ -208,9 +213,19 @@ def _save(*, keys=("model", "optimizer", "scheduler", "epoch", "step", "best_met
         else:
             path = Path(path)
             tmp = path.parent / (path.name + ".tmp")
-            torch.save(checkpoint, tmp)
+            _durable_save(checkpoint, tmp)
             tmp.replace(path)
     return save_checkpoint
+
+
+def _durable_save(checkpoint, tmp) -> None:
+    """torch.save to a file path, then os.fsync it through a descriptor of its own (a right idiom too)."""
+    torch.save(checkpoint, tmp)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _load(*, skip=(), where="argument", weights_only=True, ret="checkpoint"):
@@ -298,6 +313,7 @@ WRONG = [
     ("09.save_checkpoint", _save(write="with_name"), ["test case 2", "Path(path)"]),
     ("09.save_checkpoint", _save(write="plus"), ["with_name"]),
     ("09.save_checkpoint", save_then_copy, ["non-atomic"]),
+    ("09.save_checkpoint", _save(write="no fsync"), ["os.fsync", "f.flush()"]),
     ("09.load_checkpoint", _load(skip=("optimizer",)), ["optimizer.load_state_dict"]),
     ("09.load_checkpoint", _load(skip=("scheduler",)), ["scheduler.load_state_dict"]),
     ("09.load_checkpoint", _load(skip=("rng",)), ["restore_rng_state"]),
@@ -368,3 +384,26 @@ RIGHT = [
 def test_learners_right_answers_pass(exercise_id, right) -> None:
     result = check(exercise_id, right)
     assert result.passed, result.message
+
+
+def test_clean_state_dict_popping_keys_in_place_names_a_dict_copy() -> None:
+    def clean_state_dict(state_dict):
+        for k in list(state_dict):
+            state_dict[k.removeprefix("module.")] = state_dict.pop(k)
+        return state_dict
+
+    result = check("09.clean_state_dict", clean_state_dict)
+    assert result.status == "fail" and "in place" in result.message, result.message
+    assert "a new dict" in result.message and ".clone()" not in result.message, result.message
+
+
+def test_clean_state_dict_while_startswith_loop_passes() -> None:
+    def clean_state_dict(state_dict):
+        out = {}
+        for k, v in state_dict.items():
+            while k.startswith(("module.", "_orig_mod.")):
+                k = k.split(".", 1)[1]
+            out[k] = v
+        return out
+
+    assert check("09.clean_state_dict", clean_state_dict).passed

@@ -11,6 +11,7 @@ from torch import nn
 
 from course_utils.checks.nb10 import fix_train_step_inputs
 from course_utils.exercises import check
+from tests.learner_code import assert_accepted, assert_rejected
 
 
 # --- 10.seed_everything ----------------------------------------------------------------------------
@@ -257,3 +258,92 @@ RIGHT = [
 def test_learners_right_answers_pass(exercise_id, right) -> None:
     result = check(exercise_id, right)
     assert result.passed, result.message
+
+
+# --- more answers written as a learner would (source text, as in a notebook cell) --------------------
+
+_HOOK = "lambda mod, i, o, name=name: found.append(name) if not torch.isfinite(o).all() else None"
+
+NONFINITE_WRONG = [
+    (f"""
+        def nonfinite_layers(model, x):
+            found = []
+            for name, m in model.named_modules():
+                if not list(m.children()):
+                    m.register_forward_hook({_HOOK})
+            model(x)
+            return found""", ["handle.remove()"]),
+    (f"""
+        def nonfinite_layers(model, x):
+            found = []
+            handles = [m.register_forward_hook({_HOOK}) for name, m in model.named_modules()]
+            try:
+                model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+            return found""", ["not a leaf module", "whole model"]),
+    (f"""
+        def nonfinite_layers(model, x):
+            found = []
+            handles = [m.register_forward_hook({_HOOK}) for name, m in model.named_children()]
+            try:
+                model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+            return found""", ["not a leaf module"]),
+    (f"""
+        def nonfinite_layers(model, x):
+            found = []
+            handles = [m.register_forward_hook({_HOOK})
+                       for name, m in model.named_modules() if not list(m.children())]
+            model(x)
+            for h in handles:
+                h.remove()
+            return found""", ["finally"]),
+    ("""
+        def nonfinite_layers(model, x):
+            found = set()
+            handles = [m.register_forward_hook(
+                           lambda mod, i, o, name=name: found.add(name) if not torch.isfinite(o).all() else None)
+                       for name, m in model.named_modules() if not list(m.children())]
+            try:
+                model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+            return sorted(found)""", ["in the order they ran"]),
+    (f"""
+        def nonfinite_layers(model, x):
+            found = []
+            handles = [m.register_forward_hook({_HOOK})
+                       for name, m in model.named_modules() if not list(m.children())]
+            try:
+                model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+            return found[:1]""", ["found ['1']"]),
+]
+
+
+@pytest.mark.parametrize(("source", "words"), NONFINITE_WRONG, ids=[str(i) for i in range(len(NONFINITE_WRONG))])
+def test_nonfinite_learner_wrong_answers_are_named(source, words) -> None:
+    assert_rejected("10.nonfinite_layers", source, words)
+
+
+def test_nonfinite_inference_mode_and_isnan_isinf_pass() -> None:
+    assert_accepted("10.nonfinite_layers", """
+        def nonfinite_layers(model, x):
+            found = []
+            handles = [m.register_forward_hook(
+                           lambda mod, i, o, name=name: found.append(name) if (o.isnan() | o.isinf()).any() else None)
+                       for name, m in model.named_modules() if len(list(m.children())) == 0]
+            try:
+                with torch.inference_mode():
+                    model(x)
+            finally:
+                for h in handles:
+                    h.remove()
+            return found""")

@@ -12,6 +12,7 @@ from torch.utils.data import DistributedSampler
 
 from course_utils.checks.nb13 import shard_indices_reference, unwrapped_state_dict_reference
 from course_utils.exercises import check, get_exercise
+from tests.learner_code import assert_accepted, assert_rejected
 
 
 def _unwrap_case_models() -> list[torch.nn.Module]:
@@ -238,3 +239,100 @@ RIGHT = [
 def test_learners_right_answers_pass(exercise_id, right) -> None:
     result = check(exercise_id, right)
     assert result.passed, result.message
+
+
+# --- more answers written as a learner would (source text, as in a notebook cell) --------------------
+
+LEARNER_WRONG = [
+    ("13.should_save", "def should_save(rank, epoch, every):\n    return rank == 0 and epoch % every == 0",
+     ["epoch=1", "expected True"]),
+    ("13.should_save", "def should_save(rank, epoch, every):\n    return (epoch + 1) % every == 0", ["rank=1"]),
+    ("13.should_save", "def should_save(rank, epoch, every):\n    return rank == 0 or (epoch + 1) % every == 0",
+     ["rank=1"]),
+    ("13.should_save", "def should_save(rank, epoch, every):\n    return int(rank == 0 and (epoch + 1) % every == 0)",
+     ["True or False"]),
+    ("13.average_gradients", """
+        def average_gradients(per_rank):
+            w = len(per_rank)
+            return [sum(g[i] for g in per_rank) / w for i in range(len(per_rank[0]))]""", ["list of 2 gradients"]),
+    ("13.average_gradients", """
+        def average_gradients(per_rank):
+            avg = [torch.stack([g[i] for g in per_rank]).mean() for i in range(len(per_rank[0]))]
+            return [list(avg) for _ in per_rank]""", ["shape ()"]),
+    ("13.average_gradients", """
+        def average_gradients(per_rank):
+            w = len(per_rank[0])   # the number of gradients, not of ranks
+            avg = [sum(g[i] for g in per_rank) / w for i in range(len(per_rank[0]))]
+            return [list(avg) for _ in per_rank]""", ["wrong values"]),
+    ("13.average_gradients", """
+        def average_gradients(per_rank):
+            avg = [sum(g[i] for g in per_rank) / len(per_rank) for i in range(len(per_rank[0]))]
+            return [avg]""", ["one gradient list per rank"]),
+    ("13.shard_indices", """
+        def shard_indices(n, rank, world_size):
+            total = (n // world_size + 1) * world_size   # one row too many when n divides
+            return [i % n for i in range(total)][rank::world_size]""", ["4 indices on every rank"]),
+    ("13.shard_indices", """
+        def shard_indices(n, rank, world_size):
+            total = math.ceil(n / world_size) * world_size
+            return (list(range(n)) + [n - 1] * (total - n))[rank::world_size]""", ["expected [3, 7, 1]"]),
+    ("13.shard_indices", """
+        def shard_indices(n, rank, world_size):
+            total = math.ceil(n / world_size) * world_size
+            indices = list(range(n))
+            indices += indices[:total - n]    # one pass: too short when n < total - n
+            return indices[rank::world_size]""", ["n=2", "world_size=5"]),
+    ("13.unwrapped_state_dict", """
+        def unwrapped_state_dict(model):
+            return {k.replace("module.", ""): v for k, v in model.state_dict().items()}""", ["module.weight"]),
+    ("13.unwrapped_state_dict", "def unwrapped_state_dict(model):\n    return model.module.state_dict()",
+     ["AttributeError", "module"]),
+    ("13.unwrapped_state_dict", """
+        def unwrapped_state_dict(model):
+            return (model.module if hasattr(model, "module") else model).state_dict()""", ["module.weight"]),
+]
+
+LEARNER_RIGHT = [
+    ("13.should_save", "def should_save(rank, epoch, every):\n    return not rank and not (epoch + 1) % every"),
+    ("13.should_save", """
+        def should_save(rank, epoch, every):
+            if rank != 0:
+                return False
+            return (epoch + 1) % every == 0"""),
+    ("13.average_gradients", """
+        def average_gradients(per_rank):
+            avg = [torch.stack([g[i] for g in per_rank]).mean(dim=0) for i in range(len(per_rank[0]))]
+            return [[a.clone() for a in avg] for _ in per_rank]"""),
+    ("13.average_gradients", """
+        def average_gradients(per_rank):
+            w = len(per_rank)
+            out = []
+            for r in range(w):
+                out.append([sum(per_rank[s][i] for s in range(w)) / w for i in range(len(per_rank[r]))])
+            return out"""),
+    ("13.shard_indices", """
+        def shard_indices(n, rank, world_size):
+            total = -(-n // world_size) * world_size
+            return [i % n for i in range(total)][rank::world_size]"""),
+    ("13.shard_indices", """
+        def shard_indices(n, rank, world_size):
+            per = math.ceil(n / world_size)
+            return (list(range(n)) * world_size)[:per * world_size][rank::world_size]"""),
+    ("13.unwrapped_state_dict", """
+        def unwrapped_state_dict(model):
+            if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+                model = model.module
+            return model.state_dict()"""),
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "source", "words"), LEARNER_WRONG,
+                         ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(LEARNER_WRONG)])
+def test_learner_source_wrong_answers_are_named(exercise_id, source, words) -> None:
+    assert_rejected(exercise_id, source, words)
+
+
+@pytest.mark.parametrize(("exercise_id", "source"), LEARNER_RIGHT,
+                         ids=[f"{e}-{i}" for i, (e, _) in enumerate(LEARNER_RIGHT)])
+def test_learner_source_right_answers_pass(exercise_id, source) -> None:
+    assert_accepted(exercise_id, source)

@@ -8,12 +8,16 @@ import ast
 import inspect
 import pkgutil
 import textwrap
+import time
 from typing import Any, Callable
 
+import numpy as np
 import pytest
+import torch
+from torch import nn
 
 import course_utils.checks
-from course_utils.exercises import check, get_exercise, list_exercises
+from course_utils.exercises import _reference_run, check, get_exercise, list_exercises
 
 # The lessons' exercises only: toy exercises registered by other test modules (tests/mutation_toy.py,
 # imported at collection by --doctest-modules) are not part of the course.
@@ -35,36 +39,36 @@ REQUIRED: dict[str, list[str]] = {
     "00.layer_shapes": [],
     "01.independent_copy": ["from_numpy", "dtype"],
     "01.flatten_batch": [],
-    "01.to_device": ["moves only the top level", "returns non-tensors changed", "namedtuple"],
-    "02.per_sample_mse": ["broadcast to (N,N)", "mean over everything"],
-    "02.center_columns": ["subtracts row means", "subtracts global mean"],
+    "01.to_device": ["moves only the top level", "returns non-tensors changed", "namedtuple", "containers changed type"],
+    "02.per_sample_mse": ["broadcast to (N,N)", "mean over everything", "squeeze() breaks a batch of one"],
+    "02.center_columns": ["subtracts row means", "subtracts global mean", "modifies the input in place"],
     "02.pairwise_sq_dists": [],
     "03.accumulated_grads": ["no division by the number of micro-batches", "stale grads not zeroed first",
-                             "zeroing inside the loop"],
+                             "zeroing inside the loop", ".grad is None"],
     "03.gradient_at": [],
     "03.finite_difference_grad": [],
     "04.count_trainable": ["frozen", "shared params twice"],
-    "04.kaiming_init": ["Xavier", "biases not zeroed", "non-Linear"],
+    "04.kaiming_init": ["Xavier", "uniform instead of normal", "biases not zeroed", "non-Linear"],
     "05.normalization_stats": ["global instead of per-channel", "wrong axes"],
     "05.make_loaders": ["shuffles the validation set", "not shuffled", "drop_last", "BatchNorm"],
     "05.pad_collate": ["batch_first", "lengths", "fixed length"],
     "06.train_one_epoch": ["missing zero_grad", "missing model.train()", "softmax before CrossEntropyLoss",
-                           "last loss or a tensor", "unweighted mean of batch losses"],
+                           "last loss or a tensor", "unweighted mean of batch losses", "not moved to `device`"],
     "06.evaluate": ["missing eval()", "gradients tracked", "argmax over the wrong dim",
-                    "mean of per-batch accuracies"],
+                    "mean of per-batch accuracies", "global grad mode left off", "not moved to `device`"],
     "06.clipped_step": ["zero_grad", "before backward", "after optimizer.step()", "tensor"],
     "08.training_memory": ["Adam counted once", "grads forgotten", "dtype size ignored"],
     "08.amp_train_step": ["backward on unscaled loss", "`optimizer.step()` instead of `scaler.step`",
-                          "no `scaler.update()`"],
+                          "no `scaler.update()`", "no `zero_grad`", "wrong low-precision dtype"],
     "08.saved_activation_bytes": ["shared tensors counted twice", "parameters counted",
                                   "pack hook returns the tensor itself (graph never freed)"],
     "09.save_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
-                           "non-atomic write"],
+                           "non-atomic write", "no os.fsync"],
     "09.load_checkpoint": ["optimizer state missing", "scheduler missing", "RNG state missing",
-                           "weights_only"],
+                           "weights_only", "`map_location` ignored"],
     "09.latest_checkpoint": ["as text", "temp", "modification time"],
     "09.clean_state_dict": ["anywhere", "_orig_mod.", "in place"],
-    "10.seed_everything": ["numpy not seeded", "python `random` not seeded"],
+    "10.seed_everything": ["numpy not seeded", "python `random` not seeded", "global generator returned"],
     "10.nonfinite_layers": ["hooks not removed", "misses Inf"],
     "10.fix_train_step": ["ZERO_GRAD_MISSING", "SOFTMAX_BEFORE_CE", "EVAL_MODE_LEFT_ON"],
     "11.time_it": ["warm-up", "synchronization", "total"],
@@ -218,3 +222,229 @@ def test_required_check_catches_a_missing_id_or_mistake() -> None:
     assert _missing("00.no_such_exercise", [])
     assert _missing("00.double", ["a mistake nobody registered"])
     assert _missing("00.double", ["modifies the input in place"]) == []
+
+
+# --- the four generic mistakes, derived from each exercise's reference ---------------------------------
+# A forgotten `return` (above), an endless loop, an in-place edit of an input and a batch never moved to
+# `device` must each get a [FAIL] that names that mistake on its first line, on every exercise where the
+# mistake can occur. The wrong answers are derived from the reference, so the tests also cover exercises
+# added later. Where a mistake cannot occur, the derivation finds nothing to change: for the lessons
+# below the exercise must then be listed with its reason (so an exercise never silently drops out);
+# for other lessons the test skips with the derived reason.
+
+#: lessons whose exercises must be listed in CANNOT_MODIFY / CANNOT_SKIP_MOVE when the derivation finds nothing
+STRICT_LESSONS = {"00", "01", "02", "03", "04", "05", "06", "08", "09", "10", "13"}
+
+#: exercises with no input the task forbids changing in place (a tensor, a module's weights, a container)
+CANNOT_MODIFY: dict[str, str] = {
+    "04.make_mlp": "its only input is a list of ints (layer sizes)",
+    "04.kaiming_init": "the task is to change `module`'s weights in place",
+    "05.make_loaders": "its inputs are datasets, which hold no tensor the framework snapshots",
+    "06.train_one_epoch": "the task updates `model` and `optimizer`; the batches come from a loader",
+    "09.load_checkpoint": "the task is to load state into the model, optimizer, scheduler and generator",
+    "09.latest_checkpoint": "its only input is a folder name",
+    "10.seed_everything": "its only input is an int",
+    "13.shard_indices": "its inputs are ints",
+    "13.should_save": "its inputs are ints",
+    "13.average_gradients": "the task may overwrite `per_rank` (as all_reduce does)",
+}
+
+#: exercises that take a `device` but whose reference has no `.to(device)` a learner could forget
+CANNOT_SKIP_MOVE: dict[str, str] = {}
+
+
+def _lesson(exercise_id: str) -> str:
+    return exercise_id.split(".", 1)[0]
+
+
+def _first_line(message: str) -> str:
+    return message.split("\n", 1)[0]
+
+
+@pytest.fixture
+def short_time_limit(request):
+    """The exercise with a short time limit (the endless-loop case waits for it), restored afterwards."""
+    exercise = get_exercise(request.param)
+    saved = exercise.time_limit, exercise.inspect_time_limit
+    exercise.time_limit = exercise.inspect_time_limit = 0.5
+    try:
+        yield exercise
+    finally:
+        exercise.time_limit, exercise.inspect_time_limit = saved
+
+
+def _spin() -> None:
+    """A loop whose condition never changes (outside the candidate's own body, so an exercise whose task
+    forbids Python loops in the answer still runs it)."""
+    done = False
+    while not done:
+        pass
+
+
+@pytest.mark.parametrize("short_time_limit", EXERCISES, indirect=True)
+def test_endless_loop_is_named(short_time_limit) -> None:
+    exercise = short_time_limit
+    reference = exercise.reference
+
+    def endless(*args, **kwargs):
+        out = reference(*args, **kwargs)
+        _spin()
+        return out
+
+    started = time.monotonic()
+    result = check(exercise.exercise_id, endless)
+    assert result.status == "fail", result.message
+    assert "loop that never ends" in _first_line(result.message), result.message
+    assert "Traceback" not in result.message
+    assert time.monotonic() - started < 10, "the time limit stops the loop"
+
+
+def _forbidden_arguments(exercise) -> set[str] | None:
+    """Names of the reference's parameters the task forbids changing: all, less those in ``may_modify`` and
+    those the reference itself changes on some case (None when a case cannot be built)."""
+    allowed = set(exercise.may_modify)
+    try:
+        for factory in exercise.cases:
+            allowed |= _reference_run(exercise, factory).allowed
+    except Exception:  # noqa: BLE001 - a case that cannot run here: the test skips
+        return None
+    return set(inspect.signature(exercise.reference).parameters) - allowed
+
+
+def _modifiable_tensor(value: Any) -> Any:
+    """The first tensor or NumPy array in ``value`` (a tensor, a module's weights and buffers, a container)
+    whose in-place change the framework can see."""
+    def usable(t: Any) -> bool:
+        if isinstance(t, np.ndarray):
+            return t.size > 0 and t.flags.writeable
+        return (isinstance(t, torch.Tensor) and t.numel() > 0 and not t.is_sparse
+                and t.device.type != "meta")
+    if isinstance(value, nn.Module):
+        return next((t for t in value.state_dict(keep_vars=True).values() if usable(t)), None)
+    if usable(value):
+        return value
+    items = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) else []
+    for item in items:
+        found = _modifiable_tensor(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _nudge(t: Any) -> None:
+    if isinstance(t, np.ndarray):
+        if t.dtype == bool:
+            np.logical_not(t, out=t)
+        else:
+            t += 1
+        return
+    with torch.no_grad():
+        if t.dtype == torch.bool:
+            t.logical_not_()
+        else:
+            t.add_(1)
+
+
+def _nudge_first(names: list[str], arguments: dict[str, Any]) -> None:
+    """Change the first modifiable tensor among ``names`` (outside the candidate's body: no loop there)."""
+    for name in names:
+        tensor = _modifiable_tensor(arguments.get(name))
+        if tensor is not None:
+            _nudge(tensor)
+            return
+
+
+def modifies_an_input(exercise) -> tuple[Callable[..., Any] | None, str]:
+    """(the reference followed by an in-place edit of its first forbidden tensor input, the input's name),
+    or (None, why there is none)."""
+    forbidden = _forbidden_arguments(exercise)
+    if forbidden is None:
+        return None, "a case could not be built here"
+    reference = exercise.reference
+    signature = inspect.signature(reference)
+    names = [n for n in signature.parameters if n in forbidden]
+    args, kwargs = exercise.cases[0]()
+    bound = signature.bind(*args, **kwargs)
+    if not any(_modifiable_tensor(bound.arguments.get(n)) is not None for n in names):
+        return None, f"no tensor among the inputs the task forbids changing ({', '.join(names) or 'none'})"
+
+    def modifies(*args, **kwargs):
+        out = reference(*args, **kwargs)
+        _nudge_first(names, signature.bind(*args, **kwargs).arguments)  # e.g. `x += 1` on the caller's x
+        return out
+
+    return modifies, ""
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_input_modified_in_place_is_named(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    candidate, why = modifies_an_input(exercise)
+    if candidate is None:
+        if _lesson(exercise_id) in STRICT_LESSONS:
+            assert exercise_id in CANNOT_MODIFY, f"{why}: list it in CANNOT_MODIFY with the reason"
+        pytest.skip(CANNOT_MODIFY.get(exercise_id, why))
+    assert exercise_id not in CANNOT_MODIFY, f"listed in CANNOT_MODIFY, but an input can be modified: {why}"
+    result = check(exercise_id, candidate)
+    assert result.status == "fail", result.message
+    assert "in place" in _first_line(result.message), result.message
+
+
+class _SkipMove(ast.NodeTransformer):
+    """``t.to(device, ...)`` / ``t.cuda()`` -> ``t`` (the learner who never moves the batch)."""
+
+    def __init__(self, device_names: set[str]) -> None:
+        self.device_names = device_names
+        self.removed = 0
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            return node
+        uses_device = any(isinstance(a, ast.Name) and a.id in self.device_names
+                          for a in [*node.args, *(k.value for k in node.keywords if k.arg == "device")])
+        if (func.attr == "to" and uses_device) or func.attr == "cuda":
+            self.removed += 1
+            return func.value
+        return node
+
+
+def skips_the_move(exercise) -> tuple[Callable[..., Any] | None, str]:
+    """(the reference without its moves to ``device``, "") or (None, why there is none)."""
+    reference = exercise.reference
+    devices = {n for n in inspect.signature(reference).parameters if n == "device"}
+    if not devices:
+        return None, "no `device` argument"
+    tree = ast.parse(textwrap.dedent(inspect.getsource(reference)))
+    transformer = _SkipMove(devices)
+    tree = ast.fix_missing_locations(transformer.visit(tree))
+    if not transformer.removed:
+        return None, "the reference has no `.to(device)` a learner could leave out"
+    namespace: dict[str, Any] = {}
+    exec(compile(tree, f"<not-moved {reference.__name__}>", "exec"), dict(reference.__globals__), namespace)
+    return namespace[reference.__name__], ""
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_batch_not_moved_to_device_is_named(exercise_id: str) -> None:
+    exercise = get_exercise(exercise_id)
+    candidate, why = skips_the_move(exercise)
+    if candidate is None:
+        if why != "no `device` argument" and _lesson(exercise_id) in STRICT_LESSONS:
+            assert exercise_id in CANNOT_SKIP_MOVE, f"{why}: list it in CANNOT_SKIP_MOVE with the reason"
+        pytest.skip(CANNOT_SKIP_MOVE.get(exercise_id, why))
+    result = check(exercise_id, candidate)
+    assert result.status == "fail", result.message
+    assert "`device`" in _first_line(result.message), result.message
+
+
+def test_derived_wrong_answers_differ_from_the_reference() -> None:
+    """The derivations can fail: each finds its mistake on an exercise where it exists and nothing where
+    it does not."""
+    assert forgot_return(get_exercise("00.double").reference) is not None
+    assert forgot_return(get_exercise("04.kaiming_init").reference) is None
+    assert modifies_an_input(get_exercise("00.double"))[0] is not None
+    assert modifies_an_input(get_exercise("10.seed_everything"))[0] is None
+    assert skips_the_move(get_exercise("06.evaluate"))[0] is not None
+    assert skips_the_move(get_exercise("00.double")) == (None, "no `device` argument")

@@ -122,6 +122,34 @@ def test_stub_bodies_are_todo_and_a_missing_return_is_a_fail(toy) -> None:
     assert is_stub(ellipsis) and not is_stub(forgot_return) and not is_stub(_double)
 
 
+def test_todo_names_what_the_stub_is(toy) -> None:
+    exercise_id = toy(_double)
+
+    def raises(x):
+        raise NotImplementedError("your code here")
+
+    def ellipsis(x):
+        ...
+
+    def passes(x):
+        pass
+
+    def return_ellipsis(x):
+        y = x + 1  # noqa: F841 - setup lines before the learner's `return ...`
+        return ...  # your code here
+
+    def raises_later(x):
+        y = x + 1  # noqa: F841 - a started answer that still raises the stub's error
+        raise NotImplementedError("the rest")
+
+    expected = {raises: "the `raise NotImplementedError`", ellipsis: "the `...`", passes: "the `pass`",
+                return_ellipsis: "the `...` your function returns", raises_later: "the `raise NotImplementedError`"}
+    for stub, words in expected.items():
+        result = check(exercise_id, stub)
+        assert result.status == "todo", result.message
+        assert f"Replace {words} with your code" in result.message, (stub.__name__, result.message)
+
+
 def test_not_implemented_from_a_library_is_not_a_stub(toy) -> None:
     exercise_id = toy(_double)
 

@@ -281,7 +281,8 @@ def _nothing_moved(out: Any, args: tuple, kwargs: dict) -> bool:
 
 def _tensor_leaves_on(value: Any, device: torch.device, path: str = "batch") -> str | None:
     if isinstance(value, torch.Tensor):
-        return None if value.device == device else f"{path} is still on {value.device}"
+        return None if value.device == device else (f"{path} is still on {value.device}, not on `device` "
+                                                    f"({device}): move it with `.to(device)`")
     if isinstance(value, dict):
         for key, item in value.items():
             problem = _tensor_leaves_on(item, device, f"{path}[{key!r}]")

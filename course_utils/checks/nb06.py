@@ -728,6 +728,7 @@ def _clip_cases():
         model, loss_fn, x, y, optimizer = _clip_setup(seed, stale)
         model.expected_params = [p.detach().clone() for p in twin[0].parameters()]
         model.unclipped_params = [p.detach().clone() for p in unclipped[0].parameters()]
+        model.initial_params = [p.detach().clone() for p in model.parameters()]
         return (model, loss_fn, x, y, optimizer, max_norm), {}
     # case 4: .grad is None (as after zero_grad()) and the norm is below max_norm: nothing to clip
     return [lambda: make(0, 0.5), lambda: make(1, 0.25), lambda: make(2, 0.4),
@@ -747,6 +748,8 @@ def _clip_verify(out, ref, args, kwargs):
     if abs(float(out) - ref) > 1e-4 * max(1.0, ref):
         return f"expected the total gradient norm before clipping, {ref:.4f}, found {float(out):.4f}"
     difference = _largest_difference(model.parameters(), model.expected_params)
+    if difference > 1e-5 and _largest_difference(model.parameters(), model.initial_params) == 0:
+        return "the parameters did not change: call optimizer.step() after clip_grad_norm_"
     if difference > 1e-5 and ref <= max_norm:
         return (f"the total norm {ref:.4f} is below max_norm = {max_norm:g}, so the gradients must be "
                 f"used as they are, but your update differs (largest difference {difference:.3g})")

@@ -344,6 +344,35 @@ class _Watched(nn.Sequential):
         return x
 
 
+class _KeepsOutput(nn.Sequential):
+    """Keeps its last output (as a training step would, to call backward on it later)."""
+
+    last: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.last = super().forward(x)
+        return self.last
+
+
+def _backward_problem(model: nn.Module, x: torch.Tensor) -> str | None:
+    """None when backward through the graph built under the candidate's hooks gives the right gradients."""
+    out = getattr(model, "last", None)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        return None
+    try:
+        got = torch.autograd.grad(out.sum(), list(model.parameters()))
+    except Exception as exc:  # noqa: BLE001 - the candidate's hooks broke backward: say how
+        return (f"backward through the graph built under your hooks failed ({type(exc).__name__}: {exc}): "
+                f"the pack hook's return value is what autograd keeps for backward, so return `t.detach()` "
+                f"from it (and return it unchanged from the unpack hook)")
+    with torch.enable_grad():
+        expected = torch.autograd.grad(nn.Sequential.forward(model, x).sum(), list(model.parameters()))
+    if any(not torch.allclose(g, e, atol=1e-6) for g, e in zip(got, expected)):
+        return ("backward through the graph built under your hooks gives wrong gradients: return `t.detach()` "
+                "from the pack hook and the packed value unchanged from the unpack hook")
+    return None
+
+
 def _graph_kept_alive(model: nn.Module) -> bool:
     def alive() -> bool:
         return any(ref() is not None for ref in getattr(model, "outputs", []))
@@ -391,7 +420,12 @@ def _sab_cases():
         model = _Watched(nn.Linear(6, 12), _ChunkMul(), nn.Tanh(), _SliceLinear(3, 2))
         return (model, torch.randn(4, 6, generator=torch.Generator().manual_seed(17))), {}
 
-    return [mlp, square, cnn, views]
+    def kept():  # the output is kept for a backward later: the hooks' values must serve it
+        torch.manual_seed(18)
+        model = _KeepsOutput(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2))
+        return (model, torch.randn(3, 5, generator=torch.Generator().manual_seed(19))), {}
+
+    return [mlp, square, cnn, views, kept]
 
 
 def _sab_verify(out, ref, args, kwargs):
@@ -405,14 +439,15 @@ def _sab_verify(out, ref, args, kwargs):
     if _graph_kept_alive(args[0]):
         return ("the count is right, but the layer outputs were still alive after your function "
                 "returned: the forward graph was never freed")
-    return None
+    return _backward_problem(*args)
 
 
 register(Exercise(
     "08.saved_activation_bytes",
     "saved_activation_bytes(model, x) runs model(x) under torch.autograd.graph.saved_tensors_hooks "
     "and returns the bytes of the distinct storages autograd saves for backward (a storage counted "
-    "once, with its full untyped_storage().nbytes()), leaving out the model's parameters.",
+    "once, with its full untyped_storage().nbytes()), leaving out the model's parameters. The pack hook "
+    "returns what autograd keeps for backward (backward must still work on that graph).",
     saved_activation_bytes_reference,
     _sab_cases(),
     _sab_verify,

@@ -76,9 +76,31 @@ def _audit(event: str, args: tuple) -> None:
             record.append(f"{args[0]}.{args[1]}")
 
 
+#: (st_dev, st_ino) of every file os.fsync()-ed or os.fdatasync()-ed while a case watches -> its size on disk
+_SYNCED: dict[tuple[int, int], int] = {}
+
+
+def _recording(sync: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``os.fsync``/``os.fdatasync`` that also records which file it made durable (no audit event does)."""
+    @functools.wraps(sync)
+    def recorded(fd: Any) -> None:
+        sync(fd)
+        if _RENAMES:
+            try:
+                st = os.fstat(fd if isinstance(fd, int) else fd.fileno())
+                _SYNCED[(st.st_dev, st.st_ino)] = st.st_size
+            except Exception:  # noqa: BLE001 - recording must never change what the call does
+                pass
+    recorded.__wrapped_sync__ = sync  # type: ignore[attr-defined]
+    return recorded
+
+
 def _install_hook() -> None:
     if not _HOOKED:
         sys.addaudithook(_audit)
+        for name in ("fsync", "fdatasync"):
+            if hasattr(os, name) and not hasattr(getattr(os, name), "__wrapped_sync__"):
+                setattr(os, name, _recording(getattr(os, name)))
         _HOOKED.append(True)
 
 
@@ -147,6 +169,11 @@ def _save_variant(drop: str = "", rng: Callable[[Any], Any] | None = None, write
             del checkpoint[drop]
         if write == "in place":
             torch.save(checkpoint, path)
+        elif write == "no fsync":
+            tmp = path.with_name(path.name + ".tmp")
+            with open(tmp, "wb") as f:
+                torch.save(checkpoint, f)
+            os.replace(tmp, path)
         elif write == "other folder":
             fd, tmp = tempfile.mkstemp(suffix=".pt")
             with os.fdopen(fd, "wb") as f:
@@ -164,7 +191,10 @@ def _save_str_as_path(path, model, optimizer, scheduler, generator, epoch, step,
                   "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
                   "best_metric": best_metric, "rng": capture_rng_state(generator)}
     tmp = path.with_name(path.name + ".tmp")  # fails when path is a str
-    torch.save(checkpoint, tmp)
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -173,7 +203,10 @@ def _save_path_plus_str(path, model, optimizer, scheduler, generator, epoch, ste
                   "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
                   "best_metric": best_metric, "rng": capture_rng_state(generator)}
     tmp = path + ".tmp"  # fails when path is a Path
-    torch.save(checkpoint, tmp)
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -247,6 +280,15 @@ def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, 
     leftovers = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
     if leftovers:
         return "leftover", f"files left next to your checkpoint: {leftovers}; the temp file must be renamed"
+    st = os.stat(real)
+    synced = _SYNCED.get((st.st_dev, st.st_ino))
+    if synced is None:
+        return "fsync", ("the temp file was never os.fsync()-ed: after a power cut the rename can reach the disk "
+                         "before the data, leaving an empty checkpoint. Inside the `with open(tmp, 'wb') as f:` "
+                         "block call f.flush() and then os.fsync(f.fileno())")
+    if synced < st.st_size:
+        return "flush", (f"os.fsync ran while only {synced:,} of {st.st_size:,} bytes had left Python's write "
+                         f"buffer: call f.flush() first, then os.fsync(f.fileno())")
     return "ok", None
 
 
@@ -260,7 +302,8 @@ register(Exercise(
     "09.save_checkpoint",
     "save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric) writes "
     "{'model', 'optimizer', 'scheduler' (state_dicts), 'epoch', 'step', 'best_metric', "
-    "'rng': capture_rng_state(generator)} atomically (temp file in the same folder, then os.replace) "
+    "'rng': capture_rng_state(generator)} atomically (temp file in the same folder, flushed and "
+    "os.fsync()-ed, then os.replace) "
     "to `path` (a str or a Path); it returns nothing.",
     save_checkpoint_reference,
     [_save_case(0, 2), _save_case(1, 1, as_str=True), _save_case(2, 2)],
@@ -299,6 +342,10 @@ register(Exercise(
                 "create the temp file in the SAME folder as the target (dir=path.parent or "
                 "path.with_name(...)); os.replace is atomic only within one filesystem.",
                 _save_variant(write="other folder"), detect=_code_is("save", "tmp_folder")),
+        Mistake("no os.fsync before os.replace",
+                "os.replace is atomic, but without os.fsync the rename can reach the disk before the data: "
+                "inside the `with open(tmp, 'wb') as f:` block call f.flush() and os.fsync(f.fileno()).",
+                _save_variant(write="no fsync"), detect=_code_is("save", "fsync")),
         Mistake("stores objects instead of state_dicts",
                 "save optimizer.state_dict(), not the optimizer object: weights_only=True loading "
                 "accepts tensors, numbers, strings and containers only.",

@@ -380,6 +380,12 @@ def _nonfinite_verify(out, ref, args, kwargs):
             twice = ", ".join(f"`{n}`" for n in dict.fromkeys(ref) if ref.count(n) > out.count(n))
             return (f"expected {ref}, found {out}: a module that runs twice (here {twice}) is listed each "
                     f"time its output is non-finite, in the order the calls ran")
+        containers = [n for n in dict.fromkeys(out) if n not in ref
+                      and any(name == n and list(m.children()) for name, m in model.named_modules())]
+        if containers:
+            shown = ", ".join("the whole model ('')" if n == "" else f"`{n}`" for n in containers)
+            return (f"expected {ref}, found {out}: {shown} has children, it is not a leaf module. Hook only "
+                    f"the modules of model.named_modules() with no children (`not list(m.children())`)")
         return f"expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}"
     if getattr(model, "_then_raising", False) and _hooks_left_after_raise():
         return ("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
