@@ -197,6 +197,7 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
         val_loader: Iterable | None = None, scheduler: Any = None,
         step_scheduler: str = "auto", device: torch.device | str | None = None,
         max_grad_norm: float | None = None, log_csv: str | Path | None = None,
+        log_tensorboard: str | Path | None = None,
         progress: bool = True, verbose: bool = True) -> History:
     """Train ``model`` for ``epochs`` on ``(x, y)`` batches; returns a :class:`History`.
 
@@ -204,7 +205,10 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
     ``step_scheduler="auto"`` steps one-cycle/cyclic schedulers every batch, others every
     epoch, ``ReduceLROnPlateau`` with the validation loss (or the training loss).
     Epoch rows: epoch, train_loss, val_loss, val_acc, lr, grad_norm (mean over the
-    epoch's steps), seconds. ``log_csv`` writes the epoch rows as they come.
+    epoch's steps), seconds. ``log_csv`` writes the epoch rows as they come;
+    ``log_tensorboard`` (a folder) writes TensorBoard scalars: ``step/loss``, ``step/lr``,
+    ``step/grad_norm`` per step and ``epoch/<column>`` per epoch (read them back with
+    :func:`read_tensorboard_log`, or view them with ``tensorboard --logdir <folder>``).
     """
     if epochs < 1:
         raise ValueError(f"expected epochs >= 1, found {epochs}")
@@ -219,6 +223,7 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
     history = History()
     bar = _progress_bar(epochs, train_loader) if progress else None
     writer, handle = None, None
+    board = _summary_writer(log_tensorboard) if log_tensorboard is not None else None
     try:
         for epoch in range(1, epochs + 1):
             start = time.perf_counter()
@@ -243,6 +248,10 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
             history.steps += [{"step": first + i + 1, "epoch": epoch, "loss": loss_i, "lr": lr_i,
                                "grad_norm": norm_i}
                               for i, (loss_i, lr_i, norm_i) in enumerate(zip(step_losses, lrs, step_norms))]
+            if board is not None:
+                for record in history.steps[first:]:
+                    for key in ("loss", "lr", "grad_norm"):
+                        board.add_scalar(f"step/{key}", record[key], record["step"])
             row: Row = {"epoch": epoch, "train_loss": sum(step_losses) / len(step_losses)}
             if val_loader is not None:
                 result = evaluate(model, val_loader, loss_fn, device)
@@ -265,6 +274,11 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
                     writer.writeheader()
                 writer.writerow(row)
                 handle.flush()  # type: ignore[union-attr]
+            if board is not None:
+                for key, value in row.items():
+                    if key not in ("epoch", "seconds"):
+                        board.add_scalar(f"epoch/{key}", value, epoch)
+                board.flush()
             if bar is not None:
                 bar.set_postfix({k: _fmt(v) for k, v in row.items() if k in ("train_loss", "val_acc")})
             if verbose:
@@ -277,6 +291,8 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
             _show_final(bar)
         if handle is not None:
             handle.close()
+        if board is not None:
+            board.close()
     if any(math.isnan(r["train_loss"]) for r in history.epochs) and verbose:
         print("note: the training loss became NaN (see the 'loss will not go down' checklist)")
     return history
@@ -310,6 +326,36 @@ def _show_final(bar: Any) -> None:
     handle = getattr(bar, "_course_display", None)
     if handle is not None:
         handle.update(bar.container)
+
+
+def _summary_writer(folder: str | Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as error:  # the package is pinned in requirements.txt; a bare install may lack it
+        raise ImportError("log_tensorboard needs the `tensorboard` package: `pip install tensorboard` "
+                          "(or log with log_csv=..., which needs nothing)") from error
+    return SummaryWriter(log_dir=str(folder))
+
+
+def read_tensorboard_log(folder: str | Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar a TensorBoard log folder holds: ``{tag: [(step, value), ...]}``.
+
+    >>> import tempfile
+    >>> from torch.utils.tensorboard import SummaryWriter
+    >>> folder = tempfile.mkdtemp()
+    >>> with SummaryWriter(folder) as board:
+    ...     board.add_scalar("loss", 0.5, 1)
+    >>> read_tensorboard_log(folder)
+    {'loss': [(1, 0.5)]}
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(f"expected a TensorBoard log folder, found no folder {str(folder)!r}")
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})  # 0: keep every point
+    events.Reload()
+    return {tag: [(event.step, event.value) for event in events.Scalars(tag)]
+            for tag in sorted(events.Tags()["scalars"])}
 
 
 def read_csv_log(path: str | Path) -> list[Row]:

@@ -536,16 +536,42 @@ ax_norm.legend()
 plt.show()
 
 # %% [markdown]
-# *TensorBoard* (`torch.utils.tensorboard.SummaryWriter`) does the same logging with an
-# interactive viewer; it needs the `tensorboard` package, which this course does not install.
-# A CSV file has no dependencies, survives a crash, and opens anywhere.
+# *TensorBoard* does the same logging with an interactive viewer. `SummaryWriter.add_scalar(tag,
+# value, step)` appends one point to an event file in a folder; the viewer
+# (`tensorboard --logdir <folder>` in a terminal, or `%load_ext tensorboard` then
+# `%tensorboard --logdir <folder>` in a notebook) plots every tag and refreshes while training
+# runs. Here the CNN's rows and per-step values go into an event file, and the file is read back
+# to prove it holds the same numbers as the CSV log. A CSV file needs no package, survives a
+# crash and opens anywhere; TensorBoard is the better viewer when you compare many runs.
+
+# %%
+from torch.utils.tensorboard import SummaryWriter
+
+from course_utils.training import read_tensorboard_log
+
+with SummaryWriter(log_dir=str(log_dir / "tensorboard" / "cnn")) as board:
+    for step, (lr, norm) in enumerate(zip(step_lrs, step_norms), start=1):
+        board.add_scalar("step/lr", lr, step)
+        board.add_scalar("step/grad_norm", norm, step)
+    for row in rows:
+        for key in ("train_loss", "val_loss", "val_acc"):
+            board.add_scalar(f"epoch/{key}", float(row[key]), int(row["epoch"]))
+scalars = read_tensorboard_log(log_dir / "tensorboard" / "cnn")
+for tag, points in scalars.items():
+    print(f"{tag:16s} {len(points):4d} points, last {points[-1][1]:.4g} at step {points[-1][0]}")
+# event files store float32: round back to the CSV's 4 decimals before comparing
+assert [round(value, 4) for _, value in scalars["epoch/val_acc"]] == [float(row["val_acc"]) for row in rows]
+
+# %% [markdown]
+# `fit()` below writes such tags itself when you pass `log_tensorboard=<folder>` (here one folder
+# per model under `log_dir / "tensorboard"`, so the viewer overlays the runs).
 #
 # ## 9. `fit()`: the same loop, packaged, and the MLP comparison
 #
 # From now on the course does not rewrite this loop every time. `course_utils.training.fit()`
 # runs exactly the steps above (progress bar, per-step learning rate and gradient norm, optional
 # clipping, validation every epoch, scheduler stepped per batch for one-cycle and per epoch
-# otherwise, CSV log) and returns the history; `course_utils.training.evaluate(model, loader)`
+# otherwise, CSV and TensorBoard logs) and returns the history; `course_utils.training.evaluate(model, loader)`
 # returns the validation loss and accuracy (eval mode and `inference_mode`, like your `evaluate`).
 # The overhead of `fit()` over the bare six-line loop is measured by `benchmarks/fit_overhead.py`.
 # Here it trains the two MLPs with the same optimizer, schedule and number of epochs as the CNN,
@@ -566,7 +592,8 @@ def train_with_fit(model: nn.Module, name: str):
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2, epochs=epochs,
                                                     steps_per_epoch=len(train_loader))
     return fit(model, train_loader, epochs=epochs, optimizer=optimizer, scheduler=scheduler,
-               val_loader=val_loader, max_grad_norm=max_norm, log_csv=log_dir / f"{name}.csv")
+               val_loader=val_loader, max_grad_norm=max_norm, log_csv=log_dir / f"{name}.csv",
+               log_tensorboard=log_dir / "tensorboard" / name)
 
 
 torch.manual_seed(0)

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.training import (History, evaluate, fit, lr_curve, make_scheduler,
-                                   read_csv_log)
+                                   read_csv_log, read_tensorboard_log)
 
 matplotlib.use("Agg")
 
@@ -61,6 +61,22 @@ def test_fit_trains_and_logs_every_step(tmp_path) -> None:
     assert "4 epochs" in repr(history)
     with pytest.raises(KeyError, match="val_acc"):
         history.column("accuracy")
+
+
+def test_fit_logs_the_same_numbers_to_tensorboard(tmp_path) -> None:
+    loader = DataLoader(_data(), batch_size=16)
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    history = fit(model, loader, epochs=2, optimizer=opt, val_loader=loader,
+                  log_tensorboard=tmp_path / "tb", progress=False, verbose=False)
+    scalars = read_tensorboard_log(tmp_path / "tb")
+    assert set(scalars) == {"step/loss", "step/lr", "step/grad_norm", "epoch/train_loss",
+                            "epoch/val_loss", "epoch/val_acc", "epoch/lr", "epoch/grad_norm"}
+    assert [step for step, _ in scalars["step/loss"]] == [s["step"] for s in history.steps]
+    assert [v for _, v in scalars["step/loss"]] == pytest.approx([s["loss"] for s in history.steps])
+    assert [v for _, v in scalars["epoch/val_acc"]] == pytest.approx(history.column("val_acc"))
+    with pytest.raises(FileNotFoundError, match="expected a TensorBoard log folder"):
+        read_tensorboard_log(tmp_path / "missing")
 
 
 def test_fit_matches_the_bare_loop() -> None:
