@@ -821,7 +821,7 @@ def _warmup_verify(out, ref, args, kwargs):
         return (f"expected one scheduler, found a {type(out).__name__} of {len(out)}: join them with "
                 f"SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps])")
     if not isinstance(out, torch.optim.lr_scheduler.LRScheduler):
-        return f"expected a learning-rate scheduler (SequentialLR), found {describe(out)}"
+        return f"expected a learning-rate scheduler (for example a SequentialLR), found {describe(out)}"
     if out.optimizer is not optimizer:
         return ("the scheduler drives another optimizer than the one passed in (was a new optimizer made "
                 "inside?): the learning rate of `optimizer` never changes")
@@ -888,7 +888,8 @@ def _warmup_variant(*, start: str = "1/w", milestone: int = 0, t_max_total: bool
 register(Exercise(
     "07.warmup_cosine",
     "warmup_cosine(optimizer, warmup_steps, total_steps) returns a scheduler, stepped once per optimizer "
-    "step, built from LinearLR and CosineAnnealingLR joined by SequentialLR: from step 0 to step "
+    "step (for example LinearLR and CosineAnnealingLR joined by SequentialLR; any scheduler with the same "
+    "learning-rate curve passes): from step 0 to step "
     "warmup_steps the learning rate of every param group rises linearly from base_lr / warmup_steps "
     "(start_factor=1/warmup_steps: LinearLR refuses 0) to base_lr; then a cosine brings it to 0 at step "
     "total_steps (T_max = total_steps - warmup_steps). It does not step the scheduler itself.",
