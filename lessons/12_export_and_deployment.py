@@ -18,8 +18,9 @@
 #
 # ## You will learn (≈ 40 min)
 #
-# 1. Why `torch.jit.trace` is deprecated (it silently freezes a data-dependent branch), how
-#    `torch.export` refuses to guess, and how `torch.cond` captures both branches.
+# 1. That `torch.jit.trace` is deprecated (with TorchScript as a whole), and how it silently freezes
+#    a data-dependent branch; how `torch.export` refuses to guess, and how `torch.cond` captures
+#    both branches.
 # 2. Export a model to ONNX with a dynamic batch dimension and check its parity with ONNX Runtime
 #    at a stated tolerance.
 # 3. Write an inference wrapper: raw images in, labels and probabilities out, with the training
@@ -46,7 +47,7 @@ else:
 
 from course_utils.setup import setup
 
-info = setup(seed=0)
+setup()
 
 # %%
 import copy
@@ -69,12 +70,15 @@ from course_utils.exercises import check
 from course_utils.profiling import capture_messages
 
 workdir = Path(tempfile.mkdtemp(prefix="nb12-"))  # every file this notebook writes goes here
-reuse_onnx_registry()  # torch.onnx.export rebuilds a 500-operator table per call: build it once
+reuse_onnx_registry()  # a course-only speed-up for the many exports below (see the next cell)
 print("onnxruntime", onnxruntime.__version__, "| safetensors", safetensors.__version__)
 
 # %% [markdown]
-# `reuse_onnx_registry()` only saves time: without it every `torch.onnx.export` call spends a
-# second or two rebuilding the same table of operator translations; the exported files are the same.
+# `reuse_onnx_registry()` is a course-only speed-up, not something for your own code: it patches a
+# private part of torch. On every call, `torch.onnx.export` first builds its table of translations
+# (which ONNX operators implement each of the several hundred ATen operators a graph may contain);
+# the patch builds that table once per session and hands each export a copy. It only saves time
+# (this notebook and its checkers export many times); the exported files are the same without it.
 #
 # ## 1. A model to deploy
 #
@@ -167,14 +171,17 @@ with torch.no_grad():
     print("same answer:", torch.allclose(gated(negative), traced(negative)))
 
 # %% [markdown]
-# No error — just a wrong answer for every input whose mean is negative: the traced model always
-# runs `self.big`. The `TracerWarning` above was the only hint.
+# No error — just a wrong answer for every input whose mean is not positive: the traced model
+# always runs `self.big`. The `TracerWarning` above was the only hint.
 #
 # ### `torch.export`: the current path, and it refuses to guess
 #
 # `torch.export.export(model, example_args)` traces the model into an `ExportedProgram`: a graph of
 # ATen operators plus the weights, with explicit input shapes. Unlike tracing, it does **not**
-# silently pick a branch: a Python `if` on a tensor value is an error.
+# silently pick a branch that depends on tensor **values**: a Python `if` on a tensor value is an
+# error. (A branch on a *shape* is another matter: with a static shape export specialises it
+# silently, as tracing does — the shape is fixed anyway; with a dynamic `Dim` it refuses and
+# suggests the range of sizes for which the branch holds.)
 
 # %%
 with capture_messages() as captured:               # export also prints its partial graph
@@ -191,7 +198,8 @@ assert export_error is not None
 
 # %% [markdown]
 # "Could not guard on data-dependent expression": to decide the `if`, export would need the value of
-# `x.mean() > 0`, which does not exist while tracing with symbolic inputs. The fix is to make the
+# `x.mean() > 0`, which does not exist during export: it traces with *fake* tensors that carry
+# shapes and dtypes but no data. The fix is to make the
 # branch part of the graph with **`torch.cond(pred, true_fn, false_fn, operands)`**: both branches
 # are captured, and the choice happens when the exported program runs. (For element-wise choices,
 # `torch.where` does the same job.) We also let the batch size vary with `torch.export.Dim`.
@@ -231,12 +239,17 @@ with torch.no_grad():
 # ## 3. ONNX export and a parity check with ONNX Runtime
 #
 # `torch.onnx.export(model, args, f, dynamo=True)` captures the model with `torch.export` and
-# translates the graph to ONNX operators. Two arguments matter every time:
+# translates the graph to ONNX operators (`dynamo=True` is the default in torch 2.14; we write
+# it out because older versions defaulted to the TorchScript exporter). One argument matters
+# every time:
 #
 # - `dynamic_shapes`: by default every dimension of the example is fixed, so a model exported on
-#   a batch of 4 accepts *only* batches of 4. Name the batch dimension dynamic (one entry per
-#   argument of `forward`: a dict `{dim_index: Dim}`).
-# - `verbose=False`: without it the exporter prints progress lines for each stage.
+#   a batch of 4 accepts *only* batches of 4. Name the batch dimension dynamic: one entry per
+#   argument of `forward`, each a dict `{dim_index: Dim}`, either as a tuple in argument order
+#   (as below) or as a dict keyed by the names of `forward`'s arguments (`{"x": {0: batch}}`
+#   above; for an `nn.Sequential` the argument is called `input`). The tuple form avoids names.
+#
+# `verbose=False` is cosmetic: it only silences the exporter's progress lines.
 #
 # Export **in eval mode**: the exporter warns otherwise, and what you compare must be the model
 # you deploy.
@@ -255,6 +268,8 @@ for node in session.get_inputs() + session.get_outputs():
 # %% [markdown]
 # The graph is in `cnn.onnx`; the weights went to the side file `cnn.onnx.data` (ONNX files have a
 # 2 GB limit, so large weights live outside; `external_data=False` keeps one file for small models).
+# Ship both: `cnn.onnx.data` must sit next to `cnn.onnx` under that name, or loading the session
+# fails because the weights are missing.
 # The input is named `input` with shape `['batch', 3, 32, 32]`: the batch dimension is symbolic.
 #
 # ONNX Runtime takes a dict `{input name: numpy array}` and returns a list of numpy arrays, one per
@@ -280,8 +295,8 @@ for batch_size in (4, 9):                       # the exported size and another 
 
 # %%
 x = example
-in_training = copy.deepcopy(model).train()          # mistake 1: forgot eval() (on a copy: a train-
-with torch.no_grad():                               # mode forward also updates BatchNorm's statistics)
+in_training = copy.deepcopy(model).train()          # mistake 1: forgot eval() (on a copy: a forward
+with torch.no_grad():                               # in train mode also updates BatchNorm's statistics)
     train_out = in_training(x)
 print(f"torch in train mode vs onnx: {max_abs_diff(train_out, session.run(None, {name: x.numpy()})[0]):.2f}")
 
@@ -304,9 +319,10 @@ except Exception as error:
 
 # %% [markdown]
 # - In **train mode** Dropout zeroes random activations and BatchNorm uses the batch's own
-#   statistics, so PyTorch's output no longer matches the exported graph (which always uses the
-#   running statistics). The difference is large. `torch.onnx.export` given a model in training
-#   mode only warns ("Exporting a model while it is in training mode...") and exports it anyway.
+#   statistics, so PyTorch's output no longer matches the exported graph (which uses the running
+#   statistics because the model was exported in eval mode). The difference is large. `torch.onnx.export` given a model in training
+#   mode only warns ("Exporting a model while it is in training mode...") and exports it anyway;
+#   its old `training=` argument is deprecated: the model's own mode is what counts.
 # - ONNX Runtime refuses **float64** (the graph is float32) and the **NHWC** layout with clear
 #   errors: a PyTorch model expects NCHW. Check the layout before blaming the export.
 # - Without `dynamic_shapes` the batch size is fixed: the file works on the example's size and
@@ -315,12 +331,13 @@ except Exception as error:
 # ### Exercise 1 — `onnx_parity`
 #
 # Write `onnx_parity(model, batches, path)`: put `model` in eval mode (it stays so), export it to
-# ONNX at `path` with `torch.onnx.export(..., dynamo=True)` using `batches[0]` as the example and a
-# **dynamic batch dimension**, open the file with an `onnxruntime.InferenceSession`, run every
-# batch in `batches` (float32 NCHW tensors of different batch sizes) through ONNX Runtime and
-# through the model, and return the largest absolute difference over all batches as a Python
-# `float`. Do not change the batches. (The checker exports a small CNN: a check takes a few
-# seconds.)
+# ONNX at `path` with `torch.onnx.export` using `batches[0]` as the example and a **dynamic batch
+# dimension** (the model is an `nn.Sequential`: in the dict form its argument is `input`; the tuple
+# form avoids names), open the file with an `onnxruntime.InferenceSession`, run every batch in
+# `batches` (float32 NCHW tensors of different batch sizes) through ONNX Runtime and through the
+# model, and return the largest absolute difference over all batches as a Python `float`. Do not
+# change the batches. (The checker exports a small CNN and also runs your file at another batch
+# size; a check takes seconds, not milliseconds.)
 
 # %%
 def onnx_parity(model: nn.Module, batches: list[torch.Tensor], path: str | Path) -> float:
@@ -338,6 +355,10 @@ def onnx_parity(model: nn.Module, batches: list[torch.Tensor], path: str | Path)
         worst = max(worst, float(np.abs(torch_out.numpy() - onnx_out).max()))
     return worst
     ### END SOLUTION
+    ### BEGIN STUB
+    # model.eval()
+    # raise NotImplementedError("onnx_parity: your code here")
+    ### END STUB
 
 
 # %%
@@ -368,6 +389,7 @@ print("raw batch:", tuple(as_uint8.shape), as_uint8.dtype)
 
 def run(x: torch.Tensor, train_mode: bool = False) -> torch.Tensor:
     net = copy.deepcopy(model).train() if train_mode else model   # a copy: see section 3
+    torch.manual_seed(0)                                          # Dropout's random mask, reproducible
     with torch.inference_mode():
         return net(x).softmax(dim=1)
 
@@ -387,8 +409,9 @@ for label, probs in variants.items():
 
 # %% [markdown]
 # Each bug runs without an error and returns plausible-looking probabilities: only a comparison
-# with the training pipeline reveals it. (With a trained model the same bugs cost accuracy in the
-# same way.) A fifth one does raise — HWC fed as is, the channel axis in the wrong place:
+# with the training pipeline reveals it. (What we measured is agreement with the correct pipeline,
+# on an untrained model; on your trained model, measure the same agreement, or the accuracy, before
+# you deploy.) A fifth one does raise — HWC fed as is, the channel axis in the wrong place:
 
 # %%
 try:
@@ -420,6 +443,11 @@ def predict(model: nn.Module, images, mean: torch.Tensor, std: torch.Tensor,
     labels = [classes[i] for i in probs.argmax(dim=1).tolist()]
     return labels, probs
     ### END SOLUTION
+    ### BEGIN STUB
+    # if not isinstance(images, (list, tuple)):
+    #     images = [images]
+    # raise NotImplementedError("predict: your code here")
+    ### END STUB
 
 
 # %%
@@ -477,8 +505,15 @@ with torch.inference_mode():
 # What safetensors refuses: a dict whose tensors **share memory**. Tied weights (a decoder that
 # reuses the embedding matrix, common in language models) are one parameter under two names, and
 # the format stores each name's bytes separately, so `save_file` stops rather than silently
-# untying them. `safetensors.torch.save_model(model, path)` drops the duplicate names (and records
-# them in the metadata); `load_model(model, path)` loads into a model that ties them again.
+# untying them. `safetensors.torch.save_model(model, path)` stores the tensor once, under one name,
+# drops the duplicate names (and records them in the metadata); `load_model(model, path)` fills the
+# kept name, and the duplicate follows because the model's *constructor* tied the two (load_model
+# does not re-tie anything).
+#
+# `save_file` also refuses a **non-contiguous** tensor (a transposed view, say, as some conversions
+# leave parameters): it stores plain row-major bytes. Call `.contiguous()` on it; `save_model` does
+# that for every tensor (its `force_contiguous=True` default). Note that `clone()` keeps the
+# strides, so a clone of a transposed tensor is still non-contiguous.
 
 # %%
 class Tied(nn.Module):
@@ -501,6 +536,14 @@ print("save_model + load_model:", missing, unexpected,
       "| still tied:", tied_again.out.weight is tied_again.embed.weight,
       "| equal:", torch.equal(tied_again.embed.weight, tied.embed.weight))
 
+transposed = torch.randn(3, 5).t()                 # a view with swapped strides
+for label, tensor in [("clone()", transposed.clone()), (".contiguous()", transposed.contiguous())]:
+    try:
+        safetensors.torch.save_file({"w": tensor}, workdir / "w.safetensors")
+        print(f"save_file with {label}: saved")
+    except ValueError as error:
+        print(f"save_file with {label}: refused:", str(error).split(" which")[0])
+
 # %% [markdown]
 # `torch.save` keeps sharing (a pickle stores each storage once); safetensors is stricter, and
 # safer to load from a stranger. Use safetensors (or `weights_only=True`) for anything you
@@ -510,9 +553,10 @@ print("save_model + load_model:", missing, unexpected,
 #
 # Write `save_for_serving(model, path, mean, std, classes)`: write a safetensors file at `path`
 # holding the model's whole `state_dict` (parameters **and** buffers such as BatchNorm's running
-# statistics; models with tied weights must work too), in their own dtype, with the metadata
-# `"mean"`, `"std"` and `"classes"`, each a JSON string of a list (`mean`/`std` are tensors of
-# floats). Return nothing, and do not change the model.
+# statistics), in their own dtype, with the metadata `"mean"`, `"std"` and `"classes"`, each a JSON
+# string of a list (`mean`/`std` are tensors of floats). Models with tied weights must work (a tied
+# weight may be stored once, under one of its names, as `save_model` does), and so must models
+# with a non-contiguous parameter. Return nothing, and do not change the model.
 
 # %%
 def save_for_serving(model: nn.Module, path: str | Path, mean: torch.Tensor, std: torch.Tensor,
@@ -522,6 +566,10 @@ def save_for_serving(model: nn.Module, path: str | Path, mean: torch.Tensor, std
                 "classes": json.dumps(list(classes))}
     safetensors.torch.save_model(model, str(path), metadata=metadata)
     ### END SOLUTION
+    ### BEGIN STUB
+    # metadata = {"mean": json.dumps(mean.tolist()), "std": ..., "classes": ...}
+    # raise NotImplementedError("save_for_serving: your code here")
+    ### END STUB
 
 
 # %%
@@ -534,13 +582,16 @@ check("12.save_for_serving", save_for_serving)
 #   refuses to guess; `torch.cond` puts both branches in the graph, `Dim` makes sizes dynamic.
 # - `torch.onnx.export(model, args, f, dynamo=True, dynamic_shapes=..., verbose=False)` in eval
 #   mode; then a parity check with `onnxruntime.InferenceSession` on at least two batch sizes,
-#   max absolute difference against a tolerance stated in advance (here 1e-4; measured ≈ 1e-7).
+#   max absolute difference against a tolerance stated in advance (here 1e-4; the differences
+#   printed in section 3 are far below it). Ship `model.onnx.data` with `model.onnx`.
 # - ONNX Runtime wants float32 NCHW numpy arrays under the graph's input name.
 # - The inference wrapper owns the preprocessing: HWC → CHW, `/255`, the training mean/std,
 #   `eval()` + `inference_mode()`, softmax over `dim=1`, a batch even for one image. Each missing
 #   step gives plausible, wrong outputs.
 # - `torch.load(weights_only=True)` refuses arbitrary pickles; safetensors holds only tensors and
-#   string metadata, and refuses shared tensors (`save_model`/`load_model` handle ties).
+#   string metadata, and refuses shared tensors and non-contiguous ones: `save_model` stores a tied
+#   weight once and calls `.contiguous()` (`force_contiguous=True`); after `load_model` the ties
+#   come from the model's constructor.
 #
 # ## Further reading
 #

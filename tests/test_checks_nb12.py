@@ -7,6 +7,7 @@ listed mistakes.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 
@@ -303,3 +304,26 @@ def test_onnx_parity_stub_is_todo_without_exporting() -> None:
     start = time.perf_counter()
     assert check("12.onnx_parity", stub).status == "todo"
     assert time.perf_counter() - start < 1.0
+
+
+def test_onnx_parity_bound_reads_the_given_batches_only() -> None:
+    """The extra batch size the checker adds only tests the dynamic dimension: a candidate that ran
+    the given batches correctly is not compared with a difference it never measured."""
+    (model, batches, path), _ = nb12._parity_cases()[0]()
+    value = nb12.onnx_parity_reference(model, batches, path)   # leaves the model in eval mode
+    given, with_extra = nb12._measure(model, batches, path)
+    reference = copy.deepcopy(nb12._pristine(model)).eval()
+    session = nb12._session(path)
+    name = session.get_inputs()[0].name
+    with torch.inference_mode():
+        expected = max(nb12.max_abs_diff(reference(x), session.run(None, {name: x.numpy()})[0]) for x in batches)
+    assert given == pytest.approx(expected) and with_extra >= given
+    assert value == pytest.approx(given)
+    nb12._MEASURED[path] = (value, 50 * value + 1e-6)       # as if the extra size differed much more
+    try:
+        assert nb12._parity_verify(value, None, (model, batches, path), {}) is None
+        nb12._MEASURED[path] = (50 * value + 1e-6, 50 * value + 1e-6)
+        assert "largest difference over all batches" in nb12._parity_verify(value, None, (model, batches, path), {})
+    finally:
+        nb12._MEASURED.pop(path)
+
