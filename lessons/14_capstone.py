@@ -51,8 +51,9 @@ info = setup(seed=0)
 
 # %%
 import argparse
-import csv
+import contextlib
 import dataclasses
+import io
 import os
 import subprocess
 import tempfile
@@ -108,10 +109,13 @@ strict = argparse.ArgumentParser(exit_on_error=False)
 strict.add_argument("--lr", type=float, default=0.003)
 known, unknown = strict.parse_known_args(["--learning-rate", "0.1"])
 print("parse_known_args: lr =", known.lr, " ignored:", unknown)
+message = io.StringIO()
 try:
-    strict.parse_args(["--learning-rate", "0.1"])
-except SystemExit:
-    print("parse_args: stopped")
+    with contextlib.redirect_stderr(message):  # argparse writes its usage and error there
+        strict.parse_args(["--learning-rate", "0.1"])
+except SystemExit as stop:
+    print("parse_args: stopped with SystemExit", stop.code, "and the message:")
+    print(message.getvalue().splitlines()[-1].split(": ", 1)[1])
 
 # %% [markdown]
 # ### Exercise 1 — `config_from_args`
@@ -290,8 +294,9 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Adam's first steps move the weights by about 10 % each (the ratio far above 1e-3) and the ratio
-# then settles; the cosine schedule brings the rate, and with it the ratio, down to zero at the end.
+# Adam's first steps move the small, freshly initialised weights by several percent each (the
+# ratio far above 1e-3); the ratio then falls as the weights grow and the cosine schedule brings
+# the rate, and with it the ratio, down to zero at the end.
 #
 # ## 5. Resume: the run continues exactly
 #
@@ -347,7 +352,7 @@ print("true classes:       ", [CLASSES[label] for label in test_labels[:6]])
 print(f"test accuracy {accuracy:.3f} (chance {1 / len(CLASSES):.2f}); probabilities {tuple(probs.shape)}")
 
 # %% [markdown]
-# Two epochs on 1,024 images is a short run; the point of the project is that a longer one is one
+# Two epochs on 1,024 images is a short run (better than chance, far from done); the point of the project is that a longer one is one
 # command away (`--epochs 20 --train-size 3000`), logged, resumable and servable the same way.
 #
 # ## 7. The training doctor on your step

@@ -77,7 +77,7 @@ CONFIG_WRONG = [
     return vars(parser.parse_args(argv))""", ["found dict"]),
     ("duplicated defaults", """    parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--train-size", type=int, default=1024)
     parser.add_argument("--val-size", type=int, default=256)

@@ -26,7 +26,7 @@ class Config:
     """Everything a run depends on (the code reads nothing else)."""
 
     epochs: int = 2
-    batch_size: int = 32
+    batch_size: int = 16
     lr: float = 0.003
     train_size: int = 1024
     val_size: int = 256
