@@ -12,7 +12,8 @@ Example:
     >>> import tempfile
     >>> from course_utils.capstone.config import Config
     >>> summary = train(Config(epochs=1, max_batches=2, train_size=64, val_size=32,
-    ...                        out=tempfile.mkdtemp(), tensorboard=False))
+    ...                        out=tempfile.mkdtemp(), tensorboard=False))  # doctest: +ELLIPSIS
+    epoch 1/1: step 2, val_loss ...
     >>> summary["steps"], sorted(summary)[:3]
     (2, ['epochs', 'seconds', 'steps'])
 """
@@ -71,7 +72,8 @@ def memory_mb() -> float:
 def update_ratio(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, float]:
     """``||after - before|| / ||before||`` per parameter (L2 norm of all elements), as floats.
 
-    >>> update_ratio({"w": torch.tensor([3.0, 4.0])}, {"w": torch.tensor([3.0, 4.5])})
+    >>> {k: round(v, 6) for k, v in update_ratio({"w": torch.tensor([3.0, 4.0])},
+    ...                                         {"w": torch.tensor([3.0, 4.5])}).items()}
     {'w': 0.1}
     """
     return {name: ((after[name] - w).norm() / w.norm()).item() for name, w in before.items()}
