@@ -213,3 +213,15 @@ def test_log_row_wrong_answers(name: str, body: str, words: list[str]) -> None:
 ])
 def test_log_row_right_answers(body: str) -> None:
     assert_accepted("14.log_row", f"def log_row(step, loss, optimizer, grad_norm):\n    {body}")
+
+
+def test_config_argv_emptied_in_place_is_named() -> None:
+    result = assert_rejected("14.config_from_args", _config("""    args = list(argv)
+    argv.clear()   # "consumed" the options
+    parser = argparse.ArgumentParser()
+    for field in dataclasses.fields(Config):
+        kind = type(field.default)
+        parser.add_argument("--" + field.name.replace("_", "-"), dest=field.name, default=field.default,
+                            type=parse_bool if kind is bool else kind)
+    return Config(**vars(parser.parse_args(args)))"""), ["modified its input `argv` in place"])
+    assert result.status == "fail"
