@@ -470,4 +470,4 @@ assert not leftover
 # - PyTorch docs: *Multiprocessing best practices* (spawn and importable functions).
 # - PyTorch tutorials: *Getting Started with Distributed Data Parallel*, *Getting Started with
 #   Fully Sharded Data Parallel (FSDP2)*.
-# - Previous: `12_export_and_deployment.ipynb`.
+# - Next: `14_capstone.ipynb`.

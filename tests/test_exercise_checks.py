@@ -89,6 +89,11 @@ REQUIRED: dict[str, list[str]] = {
                    "uint8 not scaled", "HWC", "gradients tracked", "single image not batched"],
     "12.save_for_serving": ["torch.save instead of safetensors", "tied (shared) tensors", "buffers missing",
                             "metadata"],
+    "14.config_from_args": ["types not converted", "defaults lost", "type=bool", "returns the Namespace",
+                            "returns a dict"],
+    "14.update_ratio": ["not normalised", "divides by the new weights", "wrong norm", "difference of norms",
+                        "tensors, not floats"],
+    "14.log_row": ["tensor left in the row", "lr from optimizer.defaults", "step as a float"],
 }
 
 

@@ -1,0 +1,395 @@
+"""Checkers of notebook 14 (capstone), in notebook order: ``14.config_from_args``, ``14.update_ratio``,
+``14.log_row``.
+
+``14.config_from_args`` runs argparse, which ends with ``SystemExit`` (not an ``Exception``) on a bad
+option: every argument list the cases use is first run by ``_config_inspect``, which catches it, reads
+argparse's message, and also tries an unknown option, a command line in ``sys.argv`` that differs from
+``argv``, and a ``Config`` with other defaults (put in the candidate's globals for one call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import math
+import sys
+from typing import Any, Callable
+
+import torch
+
+from course_utils.capstone.config import Config, parse_bool
+from course_utils.exercises import Exercise, Mistake, describe, register
+
+
+_CONFIG = Config
+
+
+# --- 14.config_from_args --------------------------------------------------------------------------
+
+def config_from_args_reference(argv: list[str]) -> Config:
+    parser = argparse.ArgumentParser()
+    for field in dataclasses.fields(Config):
+        kind = type(field.default)
+        parser.add_argument("--" + field.name.replace("_", "-"), dest=field.name, default=field.default,
+                            type=parse_bool if kind is bool else kind)
+    return Config(**vars(parser.parse_args(argv)))
+
+
+_CONFIG_ARGV: list[list[str]] = [
+    ["--epochs", "3", "--lr", "0.1"],
+    [],
+    ["--batch-size", "16", "--resume", "true", "--tensorboard", "false"],
+    ["--out", "runs/b", "--max-batches", "4", "--seed", "7", "--resume", "False"],
+    ["--tensorboard", "False", "--val-size", "64", "--lr", "1e-3"],
+]
+
+
+def _config_variant(how: str) -> Callable[[list[str]], Any]:
+    """A learner's config_from_args with one thing done differently."""
+    def config_from_args(argv):
+        parser = argparse.ArgumentParser()
+        for field in dataclasses.fields(Config):
+            kind = type(field.default)
+            options: dict[str, Any] = {"dest": field.name, "default": field.default,
+                                       "type": parse_bool if kind is bool else kind}
+            if how == "no type":
+                del options["type"]
+            elif how == "no default":
+                del options["default"]
+            elif how == "type=bool":
+                options["type"] = kind
+            parser.add_argument("--" + field.name.replace("_", "-"), **options)
+        args = parser.parse_args(argv)
+        if how == "namespace":
+            return args
+        if how == "dict":
+            return vars(args)
+        return Config(**vars(args))
+    return config_from_args
+
+
+def _run_quietly(candidate: Callable[..., Any], argv: list[str]) -> tuple[Any, str | None]:
+    """(result, None) or (None, argparse's message) when the candidate stopped with SystemExit."""
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            return candidate(list(argv)), None
+    except SystemExit:
+        lines = [line for line in stderr.getvalue().splitlines() if line.strip()]
+        return None, (lines[-1] if lines else "SystemExit")
+    except Exception:  # noqa: BLE001 -- the cases run it again and report the error
+        return None, None
+
+
+def _argparse_hint(message: str) -> str:
+    if "unrecognized arguments" in message and "-" in message:
+        return (" Name every option after its field with `-` for `_` (`--batch-size` for batch_size), "
+                "one add_argument per field of the dataclass.")
+    if "invalid" in message and "value" in message:
+        return " Give each option the type of its field's default: type=type(field.default)."
+    if "expected one argument" in message or "ignored explicit argument" in message:
+        return " Booleans take a value here (`--resume true`): type=parse_bool, not action='store_true'."
+    return ""
+
+
+def _other_defaults() -> type:
+    """A dataclass like Config whose every default differs."""
+    new = {"epochs": 7, "batch_size": 8, "lr": 0.5, "train_size": 96, "val_size": 48, "max_batches": 3,
+           "seed": 11, "out": "elsewhere", "resume": True, "stop_after": 5, "tensorboard": False}
+    fields = [(f.name, type(f.default), dataclasses.field(default=new[f.name])) for f in dataclasses.fields(Config)]
+    return dataclasses.make_dataclass("Config", fields)
+
+
+def _config_inspect(candidate: Callable[..., Any]) -> str | None:
+    saved = sys.argv
+    sys.argv = ["train.py", "--epochs", "99", "--seed", "99"]  # a command line that is not argv
+    try:
+        return _config_probes(candidate)
+    finally:
+        sys.argv = saved
+
+
+def _config_probes(candidate: Callable[..., Any]) -> str | None:
+    out, error = _run_quietly(candidate, ["--epochs", "3"])
+    if error is None and (getattr(out, "epochs", None) == 99 or isinstance(out, dict) and out.get("epochs") == 99):
+        return ("your function read the command line from sys.argv, not from its argument: "
+                "pass it on, parser.parse_args(argv) (a notebook's sys.argv is the kernel's).")
+    for argv in _CONFIG_ARGV:
+        _, error = _run_quietly(candidate, argv)
+        if error is not None:
+            return (f"with argv={argv} argparse stopped the program with: {error}." + _argparse_hint(error))
+    out, error = _run_quietly(candidate, ["--epochs", "3", "--learning-rate", "0.1"])
+    if error is None and out is not None:
+        return ("an unknown option (--learning-rate) was silently accepted: use parser.parse_args(argv), "
+                "which stops with an error, not parse_known_args, which ignores a misspelt option.")
+    globals_ = getattr(candidate, "__globals__", {})
+    original = _CONFIG  # not the name Config: that may be the very global swapped below
+    if globals_.get("Config") is original:
+        variant = _other_defaults()
+        globals_["Config"] = variant
+        try:
+            out, error = _run_quietly(candidate, [])
+        finally:
+            globals_["Config"] = original
+        expected, old = variant(), original()
+        if error is None and isinstance(out, variant) and any(
+                getattr(out, f.name) == getattr(old, f.name) != getattr(expected, f.name)
+                for f in dataclasses.fields(Config)):
+            return ("with other defaults in the dataclass your function still gave the old ones: take each "
+                    "default from the dataclass (default=field.default), do not write it a second time.")
+    return None
+
+
+def _config_verify(out: Any, ref: Config, args: tuple, kwargs: dict) -> str | None:
+    (argv,) = args
+    if isinstance(out, argparse.Namespace) or isinstance(out, dict):
+        return (f"expected a Config, found {type(out).__name__}: build the dataclass from the parsed "
+                f"options, Config(**vars(args))")
+    if not isinstance(out, Config):
+        return f"expected a Config, found {describe(out)}"
+    for field in dataclasses.fields(Config):
+        got, want = getattr(out, field.name), getattr(ref, field.name)
+        if got is None and want is not None:
+            return (f"with argv={argv} expected {field.name}={want!r} (the default), found None: "
+                    f"give each option default=field.default")
+        if type(got) is not type(want):
+            if isinstance(got, str):
+                return (f"with argv={argv} expected {field.name}={want!r} ({type(want).__name__}), found the "
+                        f"string {got!r}: give the option type={type(want).__name__} (argparse returns strings)")
+            return (f"with argv={argv} expected {field.name}={want!r} ({type(want).__name__}), "
+                    f"found {describe(got)}")
+        if got != want:
+            if isinstance(want, bool):
+                return (f"with argv={argv} expected {field.name}={want!r}, found {got!r}: bool('False') is True, "
+                        f"so type=bool accepts everything; use type=parse_bool")
+            return f"with argv={argv} expected {field.name}={want!r}, found {got!r}"
+    return None
+
+
+register(Exercise(
+    "14.config_from_args",
+    "config_from_args(argv) parses the list argv (not sys.argv) into a Config: one option --name per "
+    "field (`-` for `_`), typed and defaulted from the dataclass itself, booleans as `--resume true`/"
+    "`false` (parse_bool), an unknown option an error.",
+    config_from_args_reference,
+    [lambda argv=argv: ((list(argv),), {}) for argv in _CONFIG_ARGV],
+    _config_verify,
+    [
+        Mistake("types not converted", "argparse returns strings: give each option "
+                "type=type(field.default) (int, float, str, parse_bool).", _config_variant("no type")),
+        Mistake("defaults lost", "an option not given is None unless you pass default=field.default.",
+                _config_variant("no default")),
+        Mistake("type=bool", "bool('False') is True: any non-empty string is; parse the text with "
+                "type=parse_bool.", _config_variant("type=bool")),
+        Mistake("returns the Namespace", "return the dataclass: Config(**vars(parser.parse_args(argv))).",
+                _config_variant("namespace")),
+        Mistake("returns a dict", "return the dataclass: Config(**vars(parser.parse_args(argv))).",
+                _config_variant("dict")),
+    ],
+    inspect=_config_inspect,
+))
+
+
+# --- 14.update_ratio ------------------------------------------------------------------------------
+
+def update_ratio_reference(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, float]:
+    return {name: ((after[name] - w).norm() / w.norm()).item() for name, w in before.items()}
+
+
+def _ratio_cases():
+    def make(seed, shapes, scales):
+        def factory():
+            gen = torch.Generator().manual_seed(seed)
+            before = {name: torch.randn(*shape, generator=gen) for name, shape in shapes.items()}
+            after = {name: w + scales[name] * torch.randn(w.shape, generator=gen) for name, w in before.items()}
+            return (before, after), {}
+        return factory
+    return [make(0, {"0.weight": (4, 3), "0.bias": (4,)}, {"0.weight": 1e-3, "0.bias": 0.3}),
+            make(1, {"conv.weight": (2, 3, 3, 3), "fc.weight": (5, 6), "fc.bias": (5,)},
+                 {"conv.weight": 0.05, "fc.weight": 0.5, "fc.bias": 2e-3}),
+            make(2, {"w": (7,)}, {"w": 0.2})]
+
+
+def _ratio_verify(out: Any, ref: dict[str, float], args: tuple, kwargs: dict) -> str | None:
+    if isinstance(out, (float, int, torch.Tensor)) and not isinstance(out, bool):
+        return (f"expected a dict with one ratio per parameter name, found {describe(out)}: "
+                f"{{name: ratio for name in before}}")
+    if not isinstance(out, dict):
+        return f"expected a dict with one ratio per parameter name, found {describe(out)}"
+    if sorted(out) != sorted(ref):
+        return f"expected the keys {sorted(ref)}, found {sorted(out)}"
+    for name, want in ref.items():
+        got = out[name]
+        if isinstance(got, torch.Tensor):
+            return f"expected {name!r}: a Python float, found {describe(got)}: call .item() on the ratio"
+        if not isinstance(got, (float, int)) or isinstance(got, bool):
+            return f"expected {name!r}: a Python float, found {describe(got)}"
+        if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-9):
+            return f"expected {name!r}: {want:.6g}, found {got:.6g}"
+    return None
+
+
+def _ratio_variant(how: str) -> Callable[..., Any]:
+    def update_ratio(before, after):
+        result = {}
+        for name, w in before.items():
+            delta = after[name] - w
+            if how == "not normalised":
+                value = delta.norm()
+            elif how == "after norm":
+                value = delta.norm() / after[name].norm()
+            elif how == "inverted":
+                value = w.norm() / delta.norm()
+            elif how == "l1":
+                value = delta.abs().sum() / w.abs().sum()
+            elif how == "max":
+                value = delta.abs().max() / w.abs().max()
+            elif how == "norm difference":
+                value = (after[name].norm() - w.norm()).abs() / w.norm()
+            elif how == "tensor":
+                result[name] = delta.norm() / w.norm()
+                continue
+            else:
+                raise ValueError(how)
+            result[name] = value.item()
+        return result
+    return update_ratio
+
+
+register(Exercise(
+    "14.update_ratio",
+    "update_ratio(before, after) takes two {name: tensor} dicts (the weights before and after one "
+    "optimizer step) and returns {name: ||after - before|| / ||before||} as Python floats, the norm "
+    "being the L2 norm of all the tensor's elements (Tensor.norm()).",
+    update_ratio_reference,
+    _ratio_cases(),
+    _ratio_verify,
+    [
+        Mistake("not normalised", "divide the size of the update by the size of the weights: "
+                "||after - before|| / ||before||, a ratio that does not depend on the layer's scale.",
+                _ratio_variant("not normalised")),
+        Mistake("divides by the new weights", "divide by ||before||, the weights the update was applied to.",
+                _ratio_variant("after norm")),
+        Mistake("inverted", "the update goes on top: ||after - before|| / ||before||, small (about 1e-3).",
+                _ratio_variant("inverted")),
+        Mistake("wrong norm", "use the L2 norm of all elements, Tensor.norm(), not sums or maxima of "
+                "absolute values.", _ratio_variant("l1")),
+        Mistake("max instead of norm", "use the L2 norm of all elements, Tensor.norm(), not the largest "
+                "absolute value.", _ratio_variant("max")),
+        Mistake("difference of norms", "take the norm of the difference, (after - before).norm(): two "
+                "weights of the same size can be far apart.", _ratio_variant("norm difference")),
+        Mistake("tensors, not floats", "call .item() so the log holds numbers, not tensors.",
+                _ratio_variant("tensor")),
+    ],
+))
+
+
+# --- 14.log_row -----------------------------------------------------------------------------------
+
+_ROW_KEYS = ("step", "loss", "lr", "grad_norm")
+
+
+def log_row_reference(step: int, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
+                      grad_norm: torch.Tensor) -> dict[str, float | int]:
+    return {"step": int(step), "loss": loss.item(), "lr": float(optimizer.param_groups[0]["lr"]),
+            "grad_norm": float(grad_norm)}
+
+
+def _row_cases():
+    def make(seed, step, lr, factor):
+        def factory():
+            gen = torch.Generator().manual_seed(seed)
+            layer = torch.nn.Linear(3, 2)
+            with torch.no_grad():
+                for p in layer.parameters():
+                    p.copy_(torch.randn(p.shape, generator=gen))
+            optimizer = torch.optim.SGD(layer.parameters(), lr=lr)
+            optimizer.param_groups[0]["lr"] = lr * factor  # what a scheduler leaves after its steps
+            loss = layer(torch.randn(4, 3, generator=gen)).pow(2).mean()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(layer.parameters(), float("inf"))
+            optimizer.step()
+            return (step, loss, optimizer, grad_norm), {}
+        return factory
+    return [make(0, 1, 0.1, 0.5), make(1, 17, 0.01, 0.9), make(2, 250, 3e-4, 0.1)]
+
+
+def _row_verify(out: Any, ref: dict[str, Any], args: tuple, kwargs: dict) -> str | None:
+    if not isinstance(out, dict):
+        return f"expected a dict with the keys {list(_ROW_KEYS)}, found {describe(out)}"
+    if sorted(out) != sorted(ref):
+        return f"expected the keys {sorted(ref)}, found {sorted(out)}"
+    for key in _ROW_KEYS:
+        got, want = out[key], ref[key]
+        if isinstance(got, torch.Tensor):
+            return (f"expected {key!r}: a Python {type(want).__name__}, found {describe(got)}: call .item() "
+                    f"(a tensor in a log keeps its graph alive, and the CSV would read 'tensor(...)')")
+        if key == "step":
+            if type(got) is not int:
+                return f"expected 'step': the int {want}, found {describe(got)}"
+            if got != want:
+                return f"expected 'step': {want}, found {got}"
+            continue
+        if not isinstance(got, float):
+            return f"expected {key!r}: a Python float, found {describe(got)}"
+        if not math.isclose(got, want, rel_tol=1e-6):
+            if key == "lr":
+                return (f"expected 'lr': {want:.6g}, found {got:.6g}: read the rate the optimizer holds now, "
+                        f"optimizer.param_groups[0]['lr'] (a scheduler changes it there, not in "
+                        f"optimizer.defaults)")
+            return f"expected {key!r}: {want:.6g}, found {got:.6g}"
+    return None
+
+
+def _loss_tensor(out: Any, requires_grad: bool) -> bool:
+    loss = out.get("loss") if isinstance(out, dict) else None
+    return isinstance(loss, torch.Tensor) and loss.requires_grad == requires_grad
+
+
+def _row_variant(how: str) -> Callable[..., Any]:
+    def log_row(step, loss, optimizer, grad_norm):
+        row = {"step": step, "loss": loss.item(), "lr": optimizer.param_groups[0]["lr"],
+               "grad_norm": grad_norm.item()}
+        if how == "tensor loss":
+            row["loss"] = loss
+        elif how == "detached loss":
+            row["loss"] = loss.detach()
+        elif how == "defaults lr":
+            row["lr"] = optimizer.defaults["lr"]
+        elif how == "tensor grad_norm":
+            row["grad_norm"] = grad_norm
+        elif how == "float step":
+            row["step"] = float(step)
+        elif how == "learning_rate key":
+            row["learning_rate"] = row.pop("lr")
+        else:
+            raise ValueError(how)
+        return row
+    return log_row
+
+
+register(Exercise(
+    "14.log_row",
+    "log_row(step, loss, optimizer, grad_norm), called just after optimizer.step(), returns "
+    "{'step': int, 'loss': float, 'lr': float, 'grad_norm': float}: plain Python numbers, the learning "
+    "rate the optimizer's first parameter group holds now.",
+    log_row_reference,
+    _row_cases(),
+    _row_verify,
+    [
+        Mistake("tensor left in the row", "call loss.item(): a tensor in a log keeps the graph alive.",
+                _row_variant("tensor loss"), detect=lambda out, a, k: _loss_tensor(out, requires_grad=True)),
+        Mistake("detached tensor", "call loss.item(): .detach() is still a tensor.", _row_variant("detached loss"),
+                detect=lambda out, a, k: _loss_tensor(out, requires_grad=False)),
+        Mistake("lr from optimizer.defaults", "read optimizer.param_groups[0]['lr']: a scheduler changes the "
+                "rate there; optimizer.defaults keeps the value the optimizer was built with.",
+                _row_variant("defaults lr")),
+        Mistake("gradient norm left a tensor", "clip_grad_norm_ returns a tensor: float(grad_norm) or "
+                "grad_norm.item().", _row_variant("tensor grad_norm")),
+        Mistake("step as a float", "keep the step an int: int(step).", _row_variant("float step")),
+        Mistake("other key names", "use exactly the keys step, loss, lr, grad_norm (the CSV columns and the "
+                "plots read them).", _row_variant("learning_rate key")),
+    ],
+))

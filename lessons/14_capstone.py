@@ -1,0 +1,391 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 14 · Capstone: from notebook to project
+#
+# A notebook is the right place to explore; a training run you want to repeat, compare and hand to
+# someone else belongs in a **script** with a **configuration**. This notebook assembles the
+# course's habits into a small project, `course_utils/capstone/`: a typed configuration filled from
+# the command line and saved next to the outputs, a training script that writes structured logs
+# (CSV and TensorBoard), checkpoints and resumes exactly, and the serving code of notebook 12 on
+# the trained model. You run the script from here, read its logs back, and check each promise
+# with a number.
+#
+# ## You will learn (≈ 45 min)
+#
+# 1. How to keep a run's settings in a typed dataclass, fill it from the command line with
+#    `argparse`, and save it as JSON so a run can be repeated.
+# 2. Why the whole pipeline runs on tiny data first (a smoke test in seconds).
+# 3. What to log per step (loss, learning rate, gradient norm, update/weight ratio, memory) and how
+#    to read it back from CSV and TensorBoard.
+# 4. How to resume from a checkpoint so the run continues exactly as if never interrupted.
+# 5. How to serve the trained model and ask the training doctor about your own step.
+
+
+# %%
+# Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
+# or installed from the course's repository without touching torch (Colab). Prints what it did.
+import importlib.util, os, pathlib, subprocess, sys
+COURSE_REPO = "git+https://github.com/pytorch-inside/course"  # a fork: see pyproject.toml [tool.course]
+if importlib.util.find_spec("course_utils"):
+    print("course_utils: already installed, nothing to do")
+elif here := next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                   if (p / "course_utils" / "__init__.py").is_file()), None):
+    sys.path.insert(0, str(here))
+    print(f"course_utils: using the course folder {here}")
+else:
+    source = os.environ.get("COURSE_REPO_URL", COURSE_REPO)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
+    importlib.invalidate_caches()
+    print(f"course_utils: installed from {source} (--no-deps: torch and the rest left as they are)")
+
+from course_utils.setup import setup
+
+info = setup(seed=0)
+
+# %%
+import argparse
+import contextlib
+import dataclasses
+import io
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+import course_utils
+from course_utils.capstone import config as capstone_config
+from course_utils.capstone import train as project
+from course_utils.capstone.config import Config, load_config, parse_bool, save_config
+from course_utils.data import CLASSES, make_shapes
+from course_utils.doctor import diagnose
+from course_utils.exercises import check
+from course_utils.training import read_csv_log, read_tensorboard_log
+
+workdir = Path(tempfile.mkdtemp(prefix="nb14-"))  # every file this notebook writes goes here
+
+# %% [markdown]
+# ## 1. The configuration: a dataclass, not scattered constants
+#
+# Everything a run depends on lives in one place, `Config`, a dataclass with a type and a default
+# for every field. The code reads its settings only from there, so two runs differ exactly by their
+# configurations, and a configuration saved next to the outputs tells you later how they were made.
+
+# %%
+for field in dataclasses.fields(Config):
+    print(f"{field.name:12} {type(field.default).__name__:6} default {field.default!r}")
+
+# %% [markdown]
+# The command line gives strings. `argparse` converts them only when told the type, and two
+# conversions look right but are not:
+
+# %%
+loose = argparse.ArgumentParser()
+loose.add_argument("--epochs", default=2)            # no type: the value stays a string
+loose.add_argument("--resume", type=bool, default=False)
+args = loose.parse_args(["--epochs", "3", "--resume", "False"])
+print("epochs:", repr(args.epochs), "  epochs * 2 =", repr(args.epochs * 2))
+print("resume:", args.resume, "  because bool('False') is", bool("False"))
+print("parse_bool('False') ->", parse_bool("False"))
+
+# %% [markdown]
+# A misspelt option is the third trap: `parse_known_args` returns what it did not understand
+# instead of stopping, so `--learning-rate 0.1` (the field is `lr`) would train with the default
+# rate without a word. `parse_args` stops with a message (and `SystemExit`, which is how a script
+# ends on a bad command line):
+
+# %%
+strict = argparse.ArgumentParser(exit_on_error=False)
+strict.add_argument("--lr", type=float, default=0.003)
+known, unknown = strict.parse_known_args(["--learning-rate", "0.1"])
+print("parse_known_args: lr =", known.lr, " ignored:", unknown)
+message = io.StringIO()
+try:
+    with contextlib.redirect_stderr(message):  # argparse writes its usage and error there
+        strict.parse_args(["--learning-rate", "0.1"])
+except SystemExit as stop:
+    print("parse_args: stopped with SystemExit", stop.code, "and the message:")
+    print(message.getvalue().splitlines()[-1].split(": ", 1)[1])
+
+# %% [markdown]
+# ### Exercise 1 — `config_from_args`
+#
+# Write `config_from_args(argv)`: parse the list `argv` (never `sys.argv`: in a notebook that is the
+# kernel's command line) into a `Config`. One option per field, named `--name` with `-` for `_`
+# (`--batch-size`), whose type and default come **from the dataclass** (`dataclasses.fields(Config)`
+# and `type(field.default)`; write no default twice), booleans given as `--resume true` / `false`
+# and read with `parse_bool`. An unknown option must be an error. Return the dataclass.
+
+# %%
+def config_from_args(argv: list[str]) -> Config:
+    ### BEGIN SOLUTION
+    parser = argparse.ArgumentParser(description="Train the course's small CNN on the shapes data.")
+    for field in dataclasses.fields(Config):
+        kind = type(field.default)
+        parser.add_argument("--" + field.name.replace("_", "-"), dest=field.name, default=field.default,
+                            type=parse_bool if kind is bool else kind)
+    return Config(**vars(parser.parse_args(argv)))
+    ### END SOLUTION
+
+
+# %%
+check("14.config_from_args", config_from_args)
+
+# %% [markdown]
+# The project's own version is `course_utils.capstone.config.config_from_args` (the rest of this
+# notebook uses it, so it runs before you solve the exercise); the script calls it with
+# `sys.argv[1:]`. The configuration goes to `config.json` in the run's folder, and comes
+# back as the same dataclass:
+
+# %%
+cfg = capstone_config.config_from_args(["--epochs", "3", "--lr", "0.01"])
+path = save_config(cfg, workdir / "demo")
+print(path.read_text())
+print("loaded back equal:", load_config(workdir / "demo") == cfg)
+
+# %% [markdown]
+# ## 2. The whole pipeline on tiny data first
+#
+# A real run that crashes after an hour in its saving code costs an hour. So before it, run
+# **every stage** on almost nothing: 1 epoch of 2 batches, a small validation set, save, load,
+# export, predict. It takes seconds, and a bug anywhere shows up now. Here it runs in this
+# process (`project.train` is the function the script calls):
+
+# %%
+smoke = workdir / "smoke"
+summary = project.train(capstone_config.config_from_args(["--epochs", "1", "--max-batches", "2", "--train-size", "64",
+                                          "--val-size", "32", "--tensorboard", "false", "--out", str(smoke)]))
+print("steps:", summary["steps"], " files:", sorted(p.name for p in smoke.iterdir()))
+reloaded = project.load_model(smoke)
+images, labels = make_shapes(4, seed=0, split="test")
+exported = torch.export.export(reloaded, (project.to_inputs(images),))
+same = torch.allclose(exported.module()(project.to_inputs(images)), reloaded(project.to_inputs(images)))
+print("exported program agrees with the model:", same)
+print("predictions:", project.predict(reloaded, list(images))[0])
+assert summary["seconds"] < 60, "a smoke test should take seconds"
+
+# %% [markdown]
+# The predictions are nonsense (2 steps of training); the point is that nothing crashed and every
+# file exists.
+#
+# ## 3. What to log every step
+#
+# A loss curve alone rarely tells you *why* training is slow or unstable. The script logs, per
+# optimizer step: the **loss**; the **learning rate** the optimizer holds (a scheduler changes
+# it); the **gradient norm** (spikes precede divergence; `clip_grad_norm_` returns it); the
+# **update/weight ratio** `‖Δw‖ / ‖w‖`, how much one step changes the weights relative to their
+# size; and the **memory** in use (the process's resident memory on a CPU, the peak of
+# `torch.cuda.max_memory_allocated()` on a GPU).
+#
+# A common rule of thumb says the update/weight ratio should be around **1e-3**: much smaller
+# (1e-5) and the weights barely move, so the learning rate is probably too low; much larger
+# (1e-1) and each step rewrites the weights, so training is likely unstable. It is a guide, not
+# a law: Adam in its first steps, and biases that start at zero, sit far from it.
+#
+# ### Exercise 2 — `update_ratio`
+#
+# Write `update_ratio(before, after)`: `before` and `after` are `{name: tensor}` dicts of the weights
+# before and after one step; return `{name: ‖after − before‖ / ‖before‖}` as Python floats, with the
+# L2 norm of all elements (`Tensor.norm()`). Do not change the tensors.
+
+# %%
+def update_ratio(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, float]:
+    ### BEGIN SOLUTION
+    return {name: ((after[name] - w).norm() / w.norm()).item() for name, w in before.items()}
+    ### END SOLUTION
+
+
+# %%
+check("14.update_ratio", update_ratio)
+
+# %% [markdown]
+# Measure it for one step of the project's model (plain SGD) with three learning rates
+# (`project.update_ratio` is the project's version of your function):
+
+# %%
+x, y = project.load_split("train", 64, seed=0)
+for lr in (1e-5, 3e-3, 0.3):
+    torch.manual_seed(0)
+    model = project.build_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    before = {k: p.detach().clone() for k, p in model.named_parameters()}
+    nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    ratios = project.update_ratio(before, {k: p.detach() for k, p in model.named_parameters()})
+    print(f"SGD lr={lr:<6g} first conv weights {ratios['0.weight']:.0e}, last layer {ratios['10.weight']:.0e}")
+
+# %% [markdown]
+# ### Exercise 3 — `log_row`
+#
+# Write `log_row(step, loss, optimizer, grad_norm)`, called just **after** `optimizer.step()` (and
+# before the scheduler's step), returning `{"step": int, "loss": float, "lr": float, "grad_norm":
+# float}`. Plain Python numbers, never tensors (a loss tensor in a list keeps its whole graph alive,
+# and a CSV would read `tensor(2.3, grad_fn=...)`); the learning rate is the one in
+# `optimizer.param_groups[0]["lr"]`, the rate this step used (`optimizer.defaults` keeps only the
+# rate the optimizer was built with).
+
+# %%
+def log_row(step: int, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
+            grad_norm: torch.Tensor) -> dict[str, float | int]:
+    ### BEGIN SOLUTION
+    return {"step": int(step), "loss": loss.item(), "lr": float(optimizer.param_groups[0]["lr"]),
+            "grad_norm": float(grad_norm)}
+    ### END SOLUTION
+
+
+# %%
+check("14.log_row", log_row)
+
+# %% [markdown]
+# ## 4. The real run: the script, from the notebook
+#
+# The script is an ordinary module: `python -m course_utils.capstone.train --epochs 2 --out runs/a`
+# in a terminal. From a notebook, `subprocess.run` starts it as a separate process, with the same
+# Python (`sys.executable`) and a `PYTHONPATH` that finds `course_utils`; its printed lines come back.
+# A separate process is what a real run is: nothing from this notebook's memory leaks into it.
+
+# %%
+course_root = str(Path(course_utils.__file__).resolve().parent.parent)
+env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (course_root, os.environ.get("PYTHONPATH")) if p)}
+full = workdir / "full"
+result = subprocess.run([sys.executable, "-m", "course_utils.capstone.train", "--epochs", "2", "--out", str(full)],
+                        cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+print(result.stdout)
+if result.returncode != 0:
+    print(result.stderr[-2000:])
+print("exit status:", result.returncode, " files:", sorted(p.name for p in full.iterdir()))
+
+# %% [markdown]
+# Read the logs back. The CSV is for you and your plots; the TensorBoard event file holds the same
+# numbers for `tensorboard --logdir <run folder>`:
+
+# %%
+steps = read_csv_log(full / "steps.csv")
+board = read_tensorboard_log(full / "tensorboard")
+print("CSV columns:", list(steps[0]))
+print("TensorBoard tags:", list(board))
+print("the two logs agree on the loss:",
+      all(abs(row["loss"] - value) < 1e-4 for row, (_, value) in zip(steps, board["step/loss"])))
+print("memory recorded at every step:", all(row["memory_mb"] > 0 for row in steps))
+for row in read_csv_log(full / "epochs.csv"):
+    print(f"epoch {row['epoch']:.0f}: val_loss {row['val_loss']:.3f}, val_acc {row['val_acc']:.3f}")
+
+# %%
+fig, axes = plt.subplots(1, 4, figsize=(15, 3))
+step = [row["step"] for row in steps]
+for ax, key in zip(axes, ["loss", "lr", "grad_norm", "update_ratio"]):
+    ax.plot(step, [row[key] for row in steps])
+    ax.set_title(key)
+    ax.set_xlabel("step")
+axes[3].axhline(1e-3, color="grey", linestyle="--", label="1e-3")
+axes[3].set_yscale("log")
+axes[3].legend()
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Adam's first steps move the small, freshly initialised weights by several percent each (the
+# ratio far above 1e-3); the ratio then falls as the weights grow and the cosine schedule brings
+# the rate, and with it the ratio, down to zero at the end.
+#
+# ## 5. Resume: the run continues exactly
+#
+# `checkpoint.pt` is written after every epoch with everything the next step depends on: model,
+# optimizer (Adam's moment estimates), scheduler, epoch and step counters. The shuffle of every
+# epoch comes from its own generator, seeded with `seed + epoch`, so a resumed run draws the same
+# batches. Test it: the same run stopped after epoch 1 (`--stop-after 1`, as if the machine went
+# down), then resumed with `--resume true`, must log the same losses as the uninterrupted one.
+
+# %%
+resumed = workdir / "resumed"
+base = ["--epochs", "2", "--out", str(resumed)]
+project.train(capstone_config.config_from_args(base + ["--stop-after", "1"]))
+project.train(capstone_config.config_from_args(base + ["--resume", "true"]))
+again = read_csv_log(resumed / "steps.csv")
+print("steps logged:", len(again), "of", len(steps))
+print("largest loss difference to the uninterrupted run:",
+      max(abs(a["loss"] - b["loss"]) for a, b in zip(again, steps)))
+
+# %% [markdown]
+# Resuming only the model's weights is the classic mistake: the optimizer restarts with empty
+# moment estimates and the scheduler from its first rate, and the curve jumps. Reproduce it:
+
+# %%
+state = torch.load(resumed / "checkpoint.pt", weights_only=True)
+print("the checkpoint holds:", sorted(state))
+naive = workdir / "naive"
+project.train(capstone_config.config_from_args(["--epochs", "2", "--out", str(naive), "--stop-after", "1"]))
+checkpoint = torch.load(naive / "checkpoint.pt", weights_only=True)
+fresh_optimizer = torch.optim.Adam(project.build_model().parameters(), lr=Config().lr)
+checkpoint["optimizer"] = fresh_optimizer.state_dict()           # the optimizer's state is lost
+torch.save(checkpoint, naive / "checkpoint.pt")
+project.train(capstone_config.config_from_args(["--epochs", "2", "--out", str(naive), "--resume", "true"]))
+broken = read_csv_log(naive / "steps.csv")
+print("largest loss difference, optimizer state not restored:",
+      round(max(abs(a["loss"] - b["loss"]) for a, b in zip(broken, steps)), 3))
+
+# %% [markdown]
+# ## 6. Serving the trained model
+#
+# `model.safetensors` holds the weights only (no code, nothing executed on loading). The serving
+# side rebuilds the architecture, loads them, and wraps preprocessing and postprocessing exactly as
+# in notebook 12: `uint8` images in, class names and probabilities out, the **training** statistics
+# for normalising, eval mode, no gradients.
+
+# %%
+served = project.load_model(full)
+test_images, test_labels = make_shapes(256, seed=0, split="test")
+names, probs = project.predict(served, list(test_images))
+accuracy = sum(name == CLASSES[label] for name, label in zip(names, test_labels)) / len(names)
+print("first 6 predictions:", names[:6])
+print("true classes:       ", [CLASSES[label] for label in test_labels[:6]])
+print(f"test accuracy {accuracy:.3f} (chance {1 / len(CLASSES):.2f}); probabilities {tuple(probs.shape)}")
+
+# %% [markdown]
+# Two epochs on 1,024 images is a short run (better than chance, far from done); the point of the project is that a longer one is one
+# command away (`--epochs 20 --train-size 3000`), logged, resumable and servable the same way.
+#
+# ## 7. The training doctor on your step
+#
+# Before a long run, ask the doctor of notebook 10 about the setup: it runs one batch through
+# copies of the model and optimizer and reports what looks wrong.
+
+# %%
+torch.manual_seed(0)
+model = project.build_model()
+optimizer = torch.optim.Adam(model.parameters(), lr=Config().lr)
+batch = project.load_split("train", 32, seed=0)
+diagnose(model, nn.CrossEntropyLoss(), optimizer, batch)
+
+# %% [markdown]
+# ## Key points
+#
+# - Keep a run's settings in a typed dataclass; fill it from the command line with `argparse`
+#   (types and defaults taken from the dataclass, `parse_args(argv)` so a typo is an error, booleans
+#   parsed, not `bool("False")`); save it as JSON next to the outputs.
+# - Run the whole pipeline on tiny data first: train, validate, save, load, export, predict, in
+#   seconds.
+# - Log per step: loss, learning rate, gradient norm, update/weight ratio (around 1e-3 is the usual
+#   guide), memory; plain Python numbers, to CSV and TensorBoard.
+# - A checkpoint for resuming holds model, optimizer, scheduler and position, and the data order
+#   must be reproducible: then a resumed run equals an uninterrupted one.
+# - Serve weights (safetensors) through a wrapper that repeats the training preprocessing.
+#
+# ## Further reading
+#
+# - Python docs: *argparse — Parser for command-line options* and *dataclasses — Data Classes*.
+# - Python docs: *subprocess — Subprocess management*.
+# - PyTorch docs: *torch.utils.tensorboard* (`SummaryWriter`).
+# - PyTorch docs: *Saving and Loading Models* (a general checkpoint for resuming).
+# - PyTorch docs: *torch.export*; safetensors docs: *Torch API*.
+# - Previous: `13_distributed_data_parallel.ipynb`.
