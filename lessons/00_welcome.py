@@ -197,7 +197,7 @@ assert all(p.grad is not None for p in edited.parameters())
 # %% [markdown]
 # The time printed above is what one edit-and-run cycle costs: milliseconds on a laptop, because
 # PyTorch only runs the Python you wrote. Compiling a graph first is possible, but optional:
-# notebook 11 times the first `torch.compile` call, which takes seconds.
+# notebook 11 times the first `torch.compile` call, which takes seconds to tens of seconds.
 
 # %% [markdown]
 # The same idea scales to whole networks. `ShrinkNet` below applies one layer *while* the

@@ -376,9 +376,10 @@ print("images moved:", triad(images.to(device)))
 # meta device's message; with the model on a CUDA GPU, the same line says
 # `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`
 # (the two devices may be listed in either order, sometimes followed by the argument and operation
-# being checked). Either way the fix is to move one of them. (The first operation on `meta` can
-# take several seconds, because PyTorch loads its meta implementations on first use; later calls
-# take about a millisecond. The cell below is not hung.)
+# being checked). Either way the fix is to move one of them. (The cell below can take several
+# seconds before its error shows: PyTorch loads its meta implementations on first use, and Jupyter
+# then formats a traceback that runs through PyTorch's own Python code. It is not hung; the same
+# cell run again fails much faster.)
 
 # %% tags=["raises-exception"]
 model_elsewhere = nn.Linear(3, 2).to("meta")     # stands in for "the model is on the GPU"
