@@ -9,17 +9,22 @@
 # %% [markdown]
 # # 00 · Welcome: PyTorch from the inside
 #
-# This course looks at PyTorch the way you will meet it in real projects: every mechanism is run
-# live, every classic pitfall is reproduced (you will see the wrong number or the real error
-# message) and then fixed, and every exercise is checked by code that tells you *which* mistake you
-# made. Everything runs on a CPU-only laptop, offline, in seconds per notebook.
+# This course looks at PyTorch the way you will meet it in real projects: mechanisms are run live
+# and classic pitfalls are reproduced (you see the wrong number or the real error message) and then
+# fixed, wherever a CPU can show them; every exercise is checked by code that tells you *which*
+# mistake you made. Everything runs on a CPU-only laptop, offline, in seconds per notebook.
+#
+# A few effects exist only on a CUDA GPU (the cost of a sync, pinned-memory copies, GPU mixed
+# precision and memory, atomics). Their cells, for example in notebooks 01, 05, 08 and 10, run and
+# measure on a GPU machine; on a CPU they print `Skipped on this machine (no CUDA GPU)` followed by
+# `What you would see on a GPU:` and typical figures, which are *not* measured on your machine.
 #
 # ## You will learn (≈ 20 min)
 #
 # 1. Check your environment: versions, device, threads, and why the course fixes them.
 # 2. How exercises and their checkers work: `[OK]`, `[FAIL]` with a hint, `[TODO]`.
 # 3. What "dynamic graph" means in practice: ordinary Python `if`/`while` inside `forward`,
-#    so the input can decide how deep the network is.
+#    so the input can decide how deep the network is, or which tree it follows.
 # 4. How to debug inside `forward` with `print` (and `breakpoint()`), because it is just Python.
 #
 # **How the course is laid out.** `notebooks/` holds the versions you work in; `solutions/` holds
@@ -58,7 +63,11 @@ info = setup(seed=0)
 # CPU or math library may take a different code path and change the last digits.
 #
 # Every notebook picks its device the same way: CUDA if there is an NVIDIA GPU, else Apple's MPS,
-# else the CPU. Code written against a `device` variable runs unchanged on all three.
+# else the CPU. Code written against a `device` variable runs unchanged on all three. PyTorch also
+# has one generic question for "is there an accelerator, and which?": `torch.accelerator` (CUDA,
+# MPS, XPU, ...). Ask it with `check_available=True`: without it, `current_accelerator()` names the
+# accelerator PyTorch was *built* for, even on a machine that has none (a CUDA build on a laptop
+# without an NVIDIA GPU still answers `cuda`). Below, `None` means no accelerator: the CPU is used.
 
 # %%
 import torch
@@ -68,6 +77,7 @@ device = pick_device()
 print("device:", describe(device))
 print("torch threads:", torch.get_num_threads())
 print("CUDA available:", torch.cuda.is_available())
+print("torch.accelerator:", torch.accelerator.current_accelerator(check_available=True))
 
 # %% [markdown]
 # ## 2. How exercises work
@@ -138,15 +148,64 @@ for values in ([1.0, 2.0], [-1.0, -2.0]):
           f"dy/dx={x.grad.tolist()}")
 
 # %% [markdown]
+# The graph is not stored in the function: it is rebuilt on **every** call, from what that call
+# did. Two calls with the same input give equal values and two distinct graphs:
+
+# %%
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+first, second = branchy(x), branchy(x)
+print("equal values:", torch.equal(first, second), "| one shared graph:", first.grad_fn is second.grad_fn)
+
+# %% [markdown]
+# This is the mechanism to understand, more than any particular API: PyTorch has worked this way
+# since its first release, and everything later in the course rests on it. Autograd (notebook 03)
+# walks this recorded graph; an `nn.Module` (04) is Python code that records one; even
+# `torch.compile` and `torch.export` (11, 12) start by tracing what such code does. APIs come and go
+# between releases; "the graph is whatever this call did" does not.
+#
+# A practical consequence: there is no compile stage between editing a model and running it.
+# Below, a model with a new data-dependent branch is defined, built, run forward and backward, all
+# timed together:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+from torch import nn
+
+start = time.perf_counter()
+
+
+class Edited(nn.Module):                 # pretend you just edited this class
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.a(x))
+        if h.mean() > 0.1:               # the branch you just added
+            h = h * 2
+        return self.b(h)
+
+
+edited = Edited()
+edited(torch.randn(32, 8)).sum().backward()
+elapsed = time.perf_counter() - start
+print(f"edit -> define, build, forward, backward: {elapsed * 1e3:.1f} ms")
+assert all(p.grad is not None for p in edited.parameters())
+
+# %% [markdown]
+# The time printed above is what one edit-and-run cycle costs: milliseconds on a laptop, because
+# PyTorch only runs the Python you wrote. Compiling a graph first is possible, but optional:
+# notebook 11 times the first `torch.compile` call, which takes seconds to tens of seconds.
+
+# %% [markdown]
 # The same idea scales to whole networks. `ShrinkNet` below applies one layer *while* the
 # activation is still large, so its depth is decided by the input at run time. A static-graph
 # framework would need special loop operators for this; here it is a `while` loop, and
 # backpropagation goes through exactly the steps that were taken.
 
 # %%
-from torch import nn
-
-
 class ShrinkNet(nn.Module):
     def __init__(self, max_steps: int = 20):
         super().__init__()
@@ -190,8 +249,58 @@ explorer
 # %%
 import matplotlib.pyplot as plt
 
-depth_explorer(static=True)
+fig = depth_explorer(static=True)
+fig.axes[0].bar_label(fig.axes[0].containers[0])  # writes each bar's height, so the 0 shows too
 plt.show()
+
+# %% [markdown]
+# The first bar has height 0: an input whose norm is already below 1 gets no layer at all.
+#
+# Depth is not the only shape the input can decide. A *recursive* network follows a tree: here a
+# leaf is a word (a row of `leaves`) and an inner node combines its two children with one shared
+# layer. Parse trees of sentences, molecules and program syntax trees have this form, and every
+# input has a different tree.
+
+# %%
+class TreeNet(nn.Module):
+    def __init__(self, dim: int = 3):
+        super().__init__()
+        self.combine = nn.Linear(2 * dim, dim)   # one layer, reused at every inner node
+
+    def forward(self, tree, leaves: torch.Tensor) -> torch.Tensor:
+        if isinstance(tree, int):                # a leaf: the vector of that word
+            return leaves[tree]
+        left, right = tree                       # an inner node: (left subtree, right subtree)
+        return torch.tanh(self.combine(torch.cat([self(left, leaves), self(right, leaves)])))
+
+
+def count_ops(output: torch.Tensor, name: str) -> int:
+    """How many nodes called `name` the recorded graph of `output` holds."""
+    seen, todo = set(), [output.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo.extend(child for child, _ in node.next_functions)
+    return sum(type(node).__name__ == name for node in seen)
+
+
+tree_net, leaves = TreeNet(), torch.randn(5, 3)
+for tree in (((0, 1), 2), (0, (1, (2, (3, 4)))), ((0, 1), (2, (3, 4)))):
+    print(f"tree {str(tree):22s} -> {count_ops(tree_net(tree, leaves), 'TanhBackward0')} "
+          f"tanh nodes in the graph")
+
+# %% [markdown]
+# Each tree gets a graph with one `tanh` node per inner node of the tree (2, 4 and 4 above), built
+# by plain recursion. Backpropagation through such a graph is still exact. `gradcheck` (notebook 03
+# explains it) compares autograd's gradient with finite differences, in float64:
+
+# %%
+tree_net64 = TreeNet().double()
+leaves64 = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+print("gradcheck through the tree:",
+      torch.autograd.gradcheck(lambda leaf_vectors: tree_net64(((0, 1), (2, (3, 4))), leaf_vectors).sum(),
+                               (leaves64,)))
 
 
 # %% [markdown]
@@ -286,6 +395,8 @@ check("00.layer_shapes", layer_shapes)
 # - Write device-agnostic code against a `device` variable chosen once.
 # - The autograd graph is recorded while your code runs, so Python `if`/`for`/`while` in `forward`
 #   are allowed and gradients follow the path actually taken.
+# - The graph is rebuilt on every call, so an edited model runs at once (no compile stage) and a
+#   recursive `forward` gives each input a graph shaped like its tree.
 # - `forward` is plain Python: debug it with `print` or `breakpoint()`.
 # - Each exercise's `check(...)` runs your code on fresh inputs and names typical mistakes.
 #

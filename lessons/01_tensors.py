@@ -18,8 +18,9 @@
 #
 # 1. Create tensors with the common routines and read their shape/dtype/device triad.
 # 2. Predict when memory is shared (`from_numpy`, `view`, `transpose`) and when it is copied.
-# 3. Avoid dtype surprises: promotion rules, float64 data into a float32 model, int64 labels.
-# 4. Write device-agnostic code and recognise a device-mismatch error.
+# 3. Avoid dtype surprises: promotion rules, float64 data into a float32 model (and what float64
+#    costs), int64 labels and embedding indices.
+# 4. Write device-agnostic code, and recognise the hard-coded-GPU crash and a device-mismatch error.
 # 5. Measure what `.item()` and host↔device copies inside a loop cost: little on a CPU, a wait per
 #    step on a GPU.
 
@@ -85,6 +86,22 @@ print("images:", triad(images))
 print("labels:", triad(labels))
 
 # %% [markdown]
+# Two more things set a tensor apart from a NumPy array. It can **record the operations** that
+# produce results from it, so autograd can differentiate them (notebook 03 is about this), and it
+# can **move** to another device with `.to(...)`. Here `meta`, a device every PyTorch has, stands in
+# for a GPU (section 6 says more about it):
+
+# %%
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)   # ask PyTorch to record what is done with w
+loss = (w * w).sum()
+print("loss was made by:", type(loss.grad_fn).__name__, "<-", type(loss.grad_fn.next_functions[0][0]).__name__)
+loss.backward()
+print("d loss / d w:", w.grad, "(= 2 * w)")
+print("moved:", triad(w.detach().to("meta")))
+print("the NumPy array of w records nothing:", type(w.detach().numpy()).__name__,
+      "| has .grad:", hasattr(w.detach().numpy(), "grad"))
+
+# %% [markdown]
 # ## 3. The NumPy bridge shares memory
 #
 # `torch.from_numpy(arr)` does **not** copy: the tensor is a view of the array's memory. That is
@@ -146,6 +163,27 @@ print("x[0, 0] after writing through the view:", x[0, 0].item())
 print("all three share storage:", x.data_ptr() == v.data_ptr() == xt.data_ptr())
 
 # %% [markdown]
+# That holds for **basic** indexing only: integers and slices. Indexing with a list, an index tensor
+# or a boolean mask (*advanced* indexing) always builds a new tensor. Writing into that copy never
+# reaches `x`; to change `x` through an index, put the index on the left of `=` (that calls
+# `index_put_`, which writes into `x`):
+
+# %%
+def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+x = torch.arange(12).reshape(3, 4)
+print("x[:, 1:3]  (slice) shares storage:", same_storage(x[:, 1:3], x))
+print("x[[0, 2]]  (list)  shares storage:", same_storage(x[[0, 2]], x))
+print("x[x > 5]   (mask)  shares storage:", same_storage(x[x > 5], x))
+picked = x[[0, 2]]
+picked[:, 0] = -1                      # writes into the copy only
+print("after writing into x[[0, 2]]'s result: x[:, 0] =", x[:, 0].tolist())
+x[[0, 2], 0] = -1                      # index on the left: writes into x
+print("after x[[0, 2], 0] = -1:           x[:, 0] =", x[:, 0].tolist())
+
+# %% [markdown]
 # `view` never copies, so it refuses when the strides make the requested shape impossible. This is
 # the error behind the common idiom `x.view(x.size(0), -1)` after a `transpose` or `permute`:
 
@@ -200,12 +238,17 @@ check("01.flatten_batch", flatten_batch)
 # with float64 gives float64. A Python number counts for less than a tensor: it never raises the
 # precision *within* the tensor's category (float32 `* 0.5` stays float32, int32 `* 5` stays int32),
 # but it can change the category: an integer tensor times a Python float becomes the default float
-# dtype, float32. `torch.result_type` answers the question without computing anything.
+# dtype, float32. A **0-dimensional** tensor (a scalar tensor, such as `torch.tensor(np.float64(w))`
+# used as a loss weight) ranks like a Python number: a float64 scalar tensor leaves float32 as it is,
+# while a float64 tensor of shape `(1,)` raises it to float64. `torch.result_type` answers the
+# question without computing anything.
 
 # %%
 i64, f32, f64 = torch.tensor([1]), torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64)
 print("int64 + float32   ->", (i64 + f32).dtype)
-print("float32 + float64 ->", (f32 + f64).dtype)
+print("float32 + float64 ->", (f32 + f64).dtype, "(both of shape (1,))")
+print("float32 + float64 of shape () ->", (f32 + torch.tensor(1.0, dtype=torch.float64)).dtype,
+      "(a 0-dim tensor ranks like a Python number)")
 print("float32 * 0.5     ->", (f32 * 0.5).dtype, "| result_type:", torch.result_type(f32, 0.5))
 print("int32 * 5         ->", torch.result_type(torch.tensor([1], dtype=torch.int32), 5))
 print("int64 * 0.5       ->", torch.result_type(i64, 0.5), "(an int tensor and a Python float: the default float dtype)")
@@ -233,9 +276,41 @@ print("output dtype:", layer(features.float()).dtype)
 print("bytes per element: float32", torch.float32.itemsize, "| float64", torch.float64.itemsize)
 
 # %% [markdown]
-# Mismatch 2: `CrossEntropyLoss` wants class labels as integer class indices: int64 (`torch.long`)
-# is the standard dtype for them (the error below shows that uint8, `Byte`, is accepted too, but it
-# only counts to 255). Labels that arrive as float (read from a CSV) or as int32 are refused:
+# Memory is half the story; float64 arithmetic is also slower. Time the same 512 × 512 matrix
+# product in both dtypes (best of 5 runs each, one thread):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+a64, b64 = torch.randn(512, 512, dtype=torch.float64), torch.randn(512, 512, dtype=torch.float64)
+a32, b32 = a64.float(), b64.float()
+
+
+def best_ms(a: torch.Tensor, b: torch.Tensor, repeats: int = 5) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return min(times) * 1e3
+
+
+ms32, ms64 = best_ms(a32, b32), best_ms(a64, b64)
+print(f"matmul 512x512: float32 {ms32:.2f} ms | float64 {ms64:.2f} ms | float64 / float32 = {ms64 / ms32:.1f}")
+assert torch.allclose((a32 @ b32).double(), a64 @ b64, rtol=1e-3, atol=1e-3)   # same product, less precise
+
+# %% [markdown]
+# The ratio printed above is what this machine measured. A CPU's vector registers hold half as many
+# float64 numbers as float32 ones, so on most CPUs a float64 matrix product takes about twice as
+# long. On GPUs the gap is usually larger and depends on the model: consumer (GeForce) cards run
+# float64 at 1/32 to 1/64 of their float32 rate, data-centre cards (A100, H100) at about half. That
+# GPU part is not measured here.
+#
+# Mismatch 2: with one label per sample, shape `(N,)`, `CrossEntropyLoss` wants integer class
+# indices: int64 (`torch.long`) is the standard dtype for them (the error below shows that uint8,
+# `Byte`, is accepted too, but it only counts to 255). Class indices that arrive as float (read from
+# a CSV) or as int32 are refused:
 
 # %% tags=["raises-exception"]
 logits = torch.randn(4, 3)
@@ -246,29 +321,65 @@ nn.CrossEntropyLoss()(logits, float_labels)
 print("loss with int64 labels:", round(nn.CrossEntropyLoss()(logits, float_labels.long()).item(), 4))
 
 # %% [markdown]
+# Float targets *are* accepted in one other form: class **probabilities** with the logits' shape
+# `(N, C)`, each row summing to 1 ("soft labels", as MixUp, CutMix or distillation produce). One-hot
+# rows are the special case that gives the same loss as the int64 labels:
+
+# %%
+one_hot = nn.functional.one_hot(float_labels.long(), num_classes=3).float()   # shape (4, 3), float32
+print("target shape", tuple(one_hot.shape), "| loss with one-hot probabilities:",
+      round(nn.CrossEntropyLoss()(logits, one_hot).item(), 4), "(the same as above)")
+
+# %% [markdown]
+# Embedding layers have the same rule for their indices: an `nn.Embedding` looks up rows by integer
+# index, and token ids that arrive as float are refused:
+
+# %% tags=["raises-exception"]
+embedding = nn.Embedding(10, 4)              # 10 tokens, a vector of 4 numbers each
+token_ids = torch.tensor([3.0, 1.0, 7.0])    # ids read as floats
+embedding(token_ids)
+
+# %% [markdown]
+# As the message says, int64 (`Long`) and int32 (`Int`) are both accepted; int64 is what
+# `torch.tensor` makes from Python integers, and the usual choice:
+
+# %%
+print("int64 ids:", tuple(embedding(token_ids.long()).shape), "| int32 ids:", tuple(embedding(token_ids.int()).shape))
+
+# %% [markdown]
 # ## 6. Devices: write the code once
 #
 # A tensor lives on exactly one device, and an operation needs all its inputs on the same device.
-# The portable pattern is a `device` variable chosen once and used everywhere (never a bare
-# `.cuda()`, which crashes on a machine without a GPU):
-#
-# ```python
-# device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-# model = model.to(device)
-# x = x.to(device)
-# ```
-#
+# Code copied from a GPU machine often hard-codes the GPU, with `.cuda()` or `.to("cuda")` (the same
+# move). On a machine without an NVIDIA GPU that line crashes (a CPU-only build of PyTorch words it
+# differently: `Torch not compiled with CUDA enabled`):
+
+# %% tags=["raises-exception"]
+images.to("cuda")                  # hard-coded GPU: calling images.cuda without arguments crashes the same way
+
+# %% [markdown]
+# The portable pattern is a `device` variable chosen once and used everywhere: `model.to(device)`,
+# `x.to(device)`. The generic `torch.accelerator` API gives the same choice for any accelerator
+# (CUDA, Apple's MPS, Intel's XPU); pass `check_available=True`, or it names the accelerator PyTorch
+# was built for even when the machine has none:
+
+# %%
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+print("this notebook computes on:", device)
+print("generic form:", torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu"))
+print("images moved:", triad(images.to(device)))
+
+# %% [markdown]
 # This laptop may have no GPU, but PyTorch has a second device everywhere: `meta`, which has shapes
 # and dtypes but no data. Mixing it with CPU tensors reproduces the device-mismatch error you get when
 # a model is on the GPU and the batch is still on the CPU. Only the wording differs: below is the
 # meta device's message; with the model on a CUDA GPU, the same line says
 # `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`
 # (the two devices may be listed in either order, sometimes followed by the argument and operation
-# being checked). Either way the fix is to move one of them:
-
-# %%
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-print("this notebook computes on:", device)
+# being checked). Either way the fix is to move one of them. (The cell below can take several
+# seconds before its error shows: PyTorch loads its meta implementations on first use, and Jupyter
+# then formats a traceback that runs through PyTorch's own Python code. It is not hung; the same
+# cell run again fails much faster.)
 
 # %% tags=["raises-exception"]
 model_elsewhere = nn.Linear(3, 2).to("meta")     # stands in for "the model is on the GPU"
@@ -355,7 +466,7 @@ for fn in (with_item, once_at_the_end, vectorised):
 print(f".item() loop / tensor loop time ratio on this machine: "
       f"{timings['with_item'] / timings['once_at_the_end']:.2f}")
 assert abs(with_item() - once_at_the_end()) < 1.0
-assert timings["vectorised"] < min(timings["with_item"], timings["once_at_the_end"]) / 10
+assert timings["vectorised"] < min(timings["with_item"], timings["once_at_the_end"]) / 2   # usually ~100x
 
 # %% [markdown]
 # Read your numbers. On a CPU there is no device to wait for, so `.item()` is cheap, and the
@@ -375,7 +486,10 @@ assert timings["vectorised"] < min(timings["with_item"], timings["once_at_the_en
 # NBVAL_IGNORE_OUTPUT
 from course_utils.devices import skip_unless_gpu
 
-on_gpu = skip_unless_gpu("a GPU loop converting its loss every step (.item(), .cpu()) vs once at the end")
+on_gpu = skip_unless_gpu(
+    "a GPU loop converting its loss every step (.item(), .cpu()) vs once at the end",
+    expect="on a recent NVIDIA desktop or data-centre GPU, converting every step typically makes "
+           "this loop of small steps about 1.1 to 3 times slower than converting once at the end.")
 if on_gpu:
     gpu = torch.device("cuda")
     gen_gpu = torch.Generator(device=gpu).manual_seed(0)
@@ -420,11 +534,18 @@ assert on_gpu == torch.cuda.is_available()
 #
 # - Print `shape`, `dtype`, `device` first when something breaks.
 # - `torch.from_numpy` and `.numpy()` share memory; `torch.tensor(arr)` or `.clone()` copies.
-# - `view`/`transpose`/slicing share storage; `view` fails on non-contiguous tensors, so prefer
+# - A tensor records the operations done with it (for autograd) and moves with `.to(device)`.
+# - `view`/`transpose`/basic slicing share storage; indexing with a list, tensor or mask copies.
+#   `view` fails on non-contiguous tensors, so prefer
 #   `torch.flatten(x, 1)`, `reshape` or `nn.Flatten` (a view when possible, a copy otherwise:
 #   never rely on which) or make the copy explicit with `.contiguous()`.
-# - Convert data to float32 where it enters PyTorch; class labels are int64.
-# - One `device` variable, `.to(device)` for models and batches (recursively for nested batches).
+# - Convert data to float32 where it enters PyTorch: float64 doubles the memory and is slower.
+# - A 0-dim tensor, like a Python number, never raises precision within a category (float32 stays
+#   float32).
+# - Class-index labels and embedding indices are integers (int64 as a rule); `CrossEntropyLoss`
+#   takes float targets only as `(N, C)` class probabilities.
+# - Never hard-code `.cuda()`: one `device` variable, `.to(device)` for models and batches
+#   (recursively for nested batches).
 # - Keep numbers as tensors inside loops; `.item()` and `.cpu()` (each a GPU sync) once per log step.
 #   On a CPU the per-step `.item()` costs little; on a GPU it makes the CPU wait every step.
 #
