@@ -24,8 +24,9 @@
 #    `set_to_none=True` changes.
 # 3. Accumulate gradients over micro-batches so they equal the big-batch gradient, and name what
 #    breaks that equality.
-# 4. Choose between `torch.no_grad`, `torch.inference_mode` and `detach`.
-# 5. Verify gradients with finite differences and `torch.autograd.gradcheck`.
+# 4. Choose between `torch.no_grad`, `torch.inference_mode` and `detach`, knowing what each saves.
+# 5. Change a gradient on its way back with a tensor hook.
+# 6. Verify gradients with finite differences and `torch.autograd.gradcheck`.
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -184,9 +185,13 @@ w = torch.zeros(3, requires_grad=True, device=device)
 b = torch.zeros(1, requires_grad=True, device=device)
 pred = xs @ w + b
 loss = ((pred - ys) ** 2).mean()
-print(loss.grad_fn)
-print(loss.grad_fn.next_functions)
-print(loss.grad_fn.next_functions[0][0].next_functions)
+def node_names(fn):  # the type of each backward node (a printed node shows a memory address)
+    return [type(child).__name__ if child else None for child, _ in fn.next_functions]
+
+
+print("loss.grad_fn:        ", type(loss.grad_fn).__name__)
+print("its next_functions:  ", node_names(loss.grad_fn))
+print("and theirs (first one):", node_names(loss.grad_fn.next_functions[0][0]))
 
 # %% [markdown]
 # Following `next_functions` all the way down gives the whole graph. `course_utils.viz.graph` does
@@ -201,6 +206,55 @@ _ = draw_graph(loss, names)
 plt.show()
 
 # %% [markdown]
+# ### Why not derive the gradients by hand?
+#
+# For a network with one hidden layer you can. With $h = \tanh(XW_1)$, $\hat y = hW_2$ and the
+# mean squared error $L$, the chain rule gives, layer by layer from the loss down:
+# $\partial L/\partial \hat y = 2(\hat y - y)/N$, $\partial L/\partial W_2 = h^\top\,\partial L/\partial \hat y$,
+# $\partial L/\partial W_1 = X^\top\big[(\partial L/\partial \hat y\; W_2^\top) \odot (1 - h^2)\big]$.
+# Three lines of code, checked against autograd:
+
+# %%
+gen = torch.Generator().manual_seed(0)
+X_in, y_true = torch.randn(32, 4, generator=gen), torch.randn(32, 1, generator=gen)
+W1 = torch.randn(4, 16, generator=gen).requires_grad_()
+W2 = torch.randn(16, 1, generator=gen).requires_grad_()
+h = torch.tanh(X_in @ W1)
+y_hat = h @ W2
+mse = ((y_hat - y_true) ** 2).mean()
+mse.backward()
+with torch.no_grad():                         # the derivation above, line by line
+    d_y_hat = 2 * (y_hat - y_true) / len(X_in)
+    d_W2 = h.T @ d_y_hat
+    d_W1 = X_in.T @ ((d_y_hat @ W2.T) * (1 - h ** 2))
+print("hand-derived = autograd:  W1", torch.allclose(d_W1, W1.grad), "| W2", torch.allclose(d_W2, W2.grad))
+
+# %% [markdown]
+# Each of those lines applies the chain rule to one or two operations of the forward pass.
+# Autograd holds one backward node per operation, each with its derivative rule built in. Count them with
+# `graph_nodes` (the walk behind `describe_graph`), here and in a single, small transformer
+# encoder layer:
+
+# %%
+from course_utils.viz.graph import graph_nodes
+
+
+def count_ops(output):
+    return sum(node.kind != "leaf" for node in graph_nodes(output).values())
+
+
+torch.manual_seed(0)
+encoder = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True)
+encoder_out = encoder(torch.randn(2, 10, 64)).pow(2).mean()
+print("backward nodes, one-hidden-layer net:", count_ops(mse))
+print("backward nodes, one transformer layer:", count_ops(encoder_out),
+      f"for {len(list(encoder.parameters()))} parameter tensors")
+
+# %% [markdown]
+# A real model stacks dozens of such layers, and the forward code changes as you experiment. A
+# hand derivation would have to be redone and re-checked after every change; autograd derives
+# the backward pass from whatever forward code ran (section 8 shows how to check it).
+#
 # The graph is built *while the forward code runs* ("define by run"), so Python `if`s and loops
 # simply produce a different graph next time. `backward()` then frees the tensors the graph saved
 # for the backward pass, so a second `backward()` through the same graph fails:
@@ -493,6 +547,52 @@ print("no_grad features: head trained, head.weight.grad exists:", head.weight.gr
       "| backbone untouched:", backbone[0].weight.grad is None)
 
 # %% [markdown]
+# ### And the time they save?
+#
+# Memory is the saving you can count exactly. Time is harder: recording costs a little work *per
+# operation* (a graph node, references to the saved tensors), `inference_mode` also skips the
+# version-counter and view bookkeeping, and none of it depends on how big the tensors are. Timed
+# on this machine, the best of 15 interleaved runs, for the MLP above on its batch of 128 and for
+# a chain of 1000 operations on a tensor of 16 numbers:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import contextlib
+import time
+
+
+def tiny_chain(t):
+    for _ in range(500):
+        t = t * 1.0001 + 0.001                # 2 operations, each on only 16 numbers
+    return t
+
+
+tiny = torch.randn(16, requires_grad=True, device=device)
+assert count_ops(tiny_chain(tiny)) == 1000          # recording: one backward node per operation
+modes = {"recording": contextlib.nullcontext, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
+for label, work in [("MLP, batch of 128", lambda: mlp(batch)), ("1000 tiny operations", lambda: tiny_chain(tiny))]:
+    best = dict.fromkeys(modes, float("inf"))
+    for _ in range(15):
+        for mode, context in modes.items():
+            start = time.perf_counter()
+            with context():
+                work()
+            best[mode] = min(best[mode], time.perf_counter() - start)
+    print(f"{label:<21}", " | ".join(f"{m} {best[m] * 1e3:.2f} ms" for m in modes),
+          f"| recording / no_grad = {best['recording'] / best['no_grad']:.2f}",
+          f"| inference_mode / no_grad = {best['inference_mode'] / best['no_grad']:.2f}")
+
+# %% [markdown]
+# The ratios above are measurements on this machine, not a promise. On a CPU, when each operation does real arithmetic (the
+# MLP's matrix products), the bookkeeping is a small part of the time and the three modes are
+# often within measurement noise of each other; the gap grows with the number of operations and
+# shrinks with their size, which is why the tiny chain shows it best. The extra saving of
+# `inference_mode` over `no_grad` is smaller still: the PyTorch documentation says it removes
+# overhead, gives no figure, and itself advises timing your own code with and without it. On a
+# shared or busy machine, rerun the cell: when the differences are small, the ordering can flip
+# from run to run. The memory saving measured above is the one you can rely on.
+
+# %% [markdown]
 # `detach()` is the per-tensor version: the same data (no copy), cut out of the graph. Gradients do
 # not flow through a detached tensor. With $y = x^2$ and $z = \text{detach}(y)\cdot x$, autograd
 # treats the detached factor as a constant: $dz/dx = y = x^2$, not the $3x^2$ of $x^3$.
@@ -511,10 +611,10 @@ print("d(detach(x²)·x)/dx at 2:", x.grad.item(), "| by hand x² =", 2.0 ** 2)
 # so torch refuses to hand over a tensor that requires grad:
 
 # %% tags=["raises-exception"]
-weights = model[0].weight.numpy()
+weights = mlp[0].weight.numpy()                    # the first layer of the MLP measured above
 
 # %%
-weights = model[0].weight.detach().cpu().numpy()   # .cpu() too: NumPy lives in host memory
+weights = mlp[0].weight.detach().cpu().numpy()     # .cpu() too: NumPy lives in host memory
 print(type(weights).__name__, weights.shape)
 
 # %% [markdown]
@@ -531,7 +631,70 @@ s.sum().backward()
 # %% [markdown]
 # If you need an independent copy to modify, use `.detach().clone()`.
 #
-# ## 7. Checking gradients: finite differences and `gradcheck`
+# ## 7. Tensor hooks: changing a gradient on its way back
+#
+# `t.register_hook(fn)` asks autograd to call `fn(grad)` when the gradient with respect to `t`
+# has been computed during `backward()`. If `fn` returns a tensor, that tensor *replaces* the
+# gradient: for a leaf it is what lands in `.grad`, for an intermediate tensor it is what flows on
+# to everything that produced it. The call returns a handle; `handle.remove()` takes the hook off
+# again. Clipping each element of one tensor's gradient to $[-1, 1]$, with $d(\sum w^2)/dw = 2w$:
+
+# %%
+w = torch.tensor([1.0, -2.0, 3.0], requires_grad=True, device=device)
+handle = w.register_hook(lambda grad: grad.clamp(-1.0, 1.0))
+(w ** 2).sum().backward()
+print("with the hook:   w.grad =", w.grad, "| by hand 2w =", 2 * w.detach())
+handle.remove()
+w.grad = None
+(w ** 2).sum().backward()
+print("hook removed:    w.grad =", w.grad)
+
+# %% [markdown]
+# On an intermediate tensor a hook changes what reaches *earlier* layers and nothing else. A use
+# in multi-stage training: scale down the gradient that flows from the features back into a
+# pretrained layer, so that with plain SGD it learns ten times more slowly than the new head on
+# top. (Adam divides each gradient by its own running scale, so there the same effect needs a
+# parameter group with a smaller learning rate.) The hook lives on `feats`, which every forward
+# pass builds anew, so it is gone with that graph and needs no removal:
+
+# %%
+torch.manual_seed(0)
+pretrained = nn.Linear(8, 8).to(device)
+new_head = nn.Linear(8, 1).to(device)
+inputs8, targets8 = torch.randn(16, 8, device=device), torch.randn(16, 1, device=device)
+
+
+def grad_norms(backbone_scale=None):
+    pretrained.zero_grad()
+    new_head.zero_grad()
+    feats = torch.relu(pretrained(inputs8))
+    if backbone_scale is not None:
+        feats.register_hook(lambda grad: grad * backbone_scale)
+    F.mse_loss(new_head(feats), targets8).backward()
+    return pretrained.weight.grad.norm().item(), new_head.weight.grad.norm().item()
+
+
+(b_plain, h_plain), (b_hook, h_hook) = grad_norms(), grad_norms(backbone_scale=0.1)
+print(f"pretrained layer's gradient norm: {b_plain:.4f} -> {b_hook:.4f} (ratio {b_hook / b_plain:.3f})")
+print(f"new head's gradient norm:         {h_plain:.4f} -> {h_hook:.4f} (ratio {h_hook / h_plain:.3f})")
+
+# %% [markdown]
+# The same mechanism can add noise to a gradient (gradient-noise regularisation) or record it for
+# logging. With a seeded generator, so the noise is the same on every run:
+
+# %%
+noise = torch.Generator().manual_seed(0)
+w = torch.zeros(4, requires_grad=True, device=device)
+handle = w.register_hook(lambda grad: grad + 0.01 * torch.randn(grad.shape, generator=noise).to(grad.device))
+(w * torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)).sum().backward()
+handle.remove()
+print("exact gradient [1, 2, 3, 4], with noise:", w.grad)
+
+# %% [markdown]
+# Module-level hooks (`register_forward_hook`, `register_full_backward_hook`) come in notebook 04.
+# A hook on a parameter stays until you remove it, and every backward pass runs it: keep the handle.
+#
+# ## 8. Checking gradients: finite differences and `gradcheck`
 #
 # The derivative can be estimated without calculus: nudge one input by $h$ and watch the output,
 # $\frac{f(x + h) - f(x - h)}{2h}$ (a central difference). Its error has two parts: the truncation
@@ -567,6 +730,20 @@ ax.invert_xaxis()
 ax.set_title("central difference error vs step size (f = sin·exp at 0.7)", fontsize=9)
 ax.legend()
 plt.show()
+
+# %% [markdown]
+# The float32 curve ends in a flat top for the smallest steps. float32 numbers near 0.7 are
+# about $6 \times 10^{-8}$ apart, so once $h$ is below half that spacing, $x_0 + h$ and $x_0 - h$
+# both round back to $x_0$: the difference quotient is exactly 0, and its error is the whole
+# derivative, $|0 - f'(0.7)| \approx 2.84$:
+
+# %%
+x0 = torch.tensor(0.7)                       # float32
+print(f"spacing of float32 numbers in [0.5, 1): eps / 2 = {torch.finfo(torch.float32).eps / 2:.1e}")
+for h in (1e-6, 1e-8):
+    print(f"h = {h:.0e}: x0 + h == x0: {bool(x0 + h == x0)!s:<5} | x0 - h == x0: {bool(x0 - h == x0)!s:<5}"
+          f" | difference quotient {((f_scalar(x0 + h) - f_scalar(x0 - h)) / (2 * h)).item():.4f}")
+print(f"exact derivative: {((torch.cos(x0) + torch.sin(x0)) * torch.exp(x0)).item():.4f}")
 
 # %% [markdown]
 # `torch.autograd.gradcheck` automates this: it compares autograd's Jacobian with finite
@@ -623,7 +800,7 @@ print("fixed backward passes gradcheck:",
 
 
 # %% [markdown]
-# ## 8. Exercises
+# ## 9. Exercises
 #
 # ### Exercise 1: micro-batch gradient accumulation
 #
@@ -717,6 +894,11 @@ check("03.finite_difference_grad", finite_difference_grad)
 #   inference tensors, which autograd refuses to save for backward (so a layer you train cannot take
 #   them as input) and which cannot be changed in place outside inference mode; `detach()` cuts one
 #   tensor out of the graph but shares its memory (`.detach().clone()` for an independent copy).
+#   Their time saving is per operation: measurable on many tiny operations, often lost in the noise
+#   when each operation does real work; rely on the memory saving.
+# - `t.register_hook(fn)` lets `fn` replace the gradient with respect to `t` (clip, scale, add
+#   noise); on an intermediate tensor it changes what earlier layers receive. Keep the handle and
+#   `remove()` hooks on parameters.
 # - Check gradients with central differences or `torch.autograd.gradcheck`, always on float64 inputs
 #   (gradcheck computes in the dtype you give it).
 #
@@ -727,5 +909,6 @@ check("03.finite_difference_grad", finite_difference_grad)
 # - `torch.autograd.backward`, `torch.autograd.grad`, `torch.Tensor.retain_grad`
 # - `torch.optim.Optimizer.zero_grad` (the `set_to_none` argument)
 # - `torch.no_grad`, `torch.inference_mode`, `torch.Tensor.detach`
+# - `torch.Tensor.register_hook` (and *Backward Hooks execution* in the Autograd mechanics notes)
 # - *Gradcheck mechanics* (Notes section) and `torch.autograd.gradcheck`
 # - *Extending PyTorch* (custom `torch.autograd.Function`) and `torch.autograd.graph.saved_tensors_hooks`

@@ -23,10 +23,11 @@
 #    ways a layer silently escapes registration (created in `forward`, kept in a Python list,
 #    stored as a plain tensor attribute).
 # 2. What ends up in `parameters()`, `buffers()` and `state_dict()`, including frozen and shared
-#    (tied) weights.
+#    (tied) weights, and the memory that freezing saves.
 # 3. What `train()` and `eval()` change in Dropout and BatchNorm, measured; `nn.ReLU` vs `F.relu`.
-# 4. How default, Kaiming, Xavier and zero initialisation shape the activations of a deep net,
-#    using `model.apply` and forward hooks to set and inspect them.
+# 4. How default, Kaiming, Xavier, small-normal and zero initialisation shape the activations of a
+#    deep net with ReLU, tanh, sigmoid or no activation, using `model.apply` and forward hooks to
+#    set and inspect them.
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -88,10 +89,11 @@ for name, p in model.named_parameters():
 
 # %% [markdown]
 # `nn.Module` overrides `__setattr__`. When the value is an `nn.Parameter` it goes into the
-# module's `_parameters` dict; when it is an `nn.Module` it goes into `_modules`; a tensor whose
-# name was registered as a buffer goes into `_buffers`. Anything else becomes an ordinary Python
-# attribute. `parameters()`, `.to()`, `state_dict()`, `train()` and friends walk only those three
-# dicts, recursively through `_modules`. The layers are *not* in the instance `__dict__`:
+# module's `_parameters` dict; when it is an `nn.Module` it goes into `_modules`; when it is an
+# `nn.Buffer` (since PyTorch 2.5), or a tensor assigned to a name already registered as a buffer,
+# it goes into `_buffers`. Anything else becomes an ordinary Python attribute. `parameters()`,
+# `.to()`, `state_dict()`, `train()` and friends walk only those three dicts, recursively through
+# `_modules`. The layers are *not* in the instance `__dict__`:
 # `__getattr__` finds them in the registry when you write `model.fc1`.
 
 # %%
@@ -101,18 +103,20 @@ print("fc1._parameters  :", list(model.fc1._parameters))
 print("'fc1' in model.__dict__:", "fc1" in model.__dict__)
 
 # %% [markdown]
-# The same rules on an empty module: only a `Parameter` and a `Module` are registered. A plain
-# tensor and a string are ordinary attributes (so is the `training` flag that `train()`/`eval()`
-# flip).
+# The same rules on an empty module: a `Parameter`, a `Module` and an `nn.Buffer` are registered
+# by plain assignment. A plain tensor and a string are ordinary attributes (so is the `training`
+# flag that `train()`/`eval()` flip).
 
 # %%
 box = nn.Module()
 box.w = nn.Parameter(torch.zeros(3))
 box.inner = nn.Linear(3, 1)
+box.b = nn.Buffer(torch.zeros(2))
 box.t = torch.zeros(3)
 box.note = "just a string"
 print("named_parameters:", [n for n, _ in box.named_parameters()])
-print("_parameters:", list(box._parameters), "| _modules:", list(box._modules))
+print("_parameters:", list(box._parameters), "| _modules:", list(box._modules), "| _buffers:", list(box._buffers))
+print("state_dict:", list(box.state_dict()))
 print("ordinary attributes:", [k for k in vars(box) if not k.startswith("_")])
 
 
@@ -309,7 +313,7 @@ print("device after .to('meta'):", good.to("meta").layers[0].weight.device)
 
 
 # %% [markdown]
-# ### Exercise 04.make_mlp
+# ### Exercise 1 — `make_mlp`
 #
 # Write `make_mlp(sizes)` returning a module with `nn.Linear(sizes[i], sizes[i+1])` layers, an
 # `nn.ReLU()` between consecutive layers and nothing after the last one (it produces scores that
@@ -328,6 +332,7 @@ def make_mlp(sizes: list[int]) -> nn.Module:
     ### END SOLUTION
 
 
+# %%
 check("04.make_mlp", make_mlp)
 
 
@@ -367,9 +372,46 @@ lm.embed.weight.requires_grad_(False)  # freeze the shared matrix: it is frozen 
 print("head.weight frozen too:", not lm.head.weight.requires_grad)
 print("trainable tensors:", [n for n, p in lm.named_parameters() if p.requires_grad])
 
+# %% [markdown]
+# Freezing saves memory twice. A frozen parameter gets no `.grad` tensor, and when *everything*
+# before a layer is frozen, autograd has no reason to keep that part's activations for the
+# backward pass: nothing upstream needs a gradient. Measured on a backbone of two `Linear(·, 256)`
+# layers (each followed by a ReLU) and a trainable head, batch of 128, with the saved-tensors meter of notebook 03
+# (activations each counted once, weights left out) and the bytes of every `.grad` after
+# `backward()`:
+
+# %%
+from course_utils.memory import SavedTensorsMeter
+
+
+def training_memory(frozen: str) -> tuple[int, int]:
+    torch.manual_seed(0)
+    backbone = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU())
+    clf = nn.Sequential(backbone, nn.Linear(256, 10))
+    if frozen == "backbone":
+        backbone.requires_grad_(False)
+    elif frozen == "middle Linear":
+        backbone[2].requires_grad_(False)
+    with SavedTensorsMeter(exclude=clf) as meter:
+        loss = F.cross_entropy(clf(torch.randn(128, 64)), torch.randint(0, 10, (128,)))
+    loss.backward()
+    return meter.bytes, sum(p.grad.nbytes for p in clf.parameters() if p.grad is not None)
+
+
+for frozen in ("nothing", "backbone", "middle Linear"):
+    saved, grads = training_memory(frozen)
+    print(f"frozen: {frozen:<13} activations saved {saved / 1024:4.0f} KiB | gradients {grads / 1024:4.0f} KiB")
 
 # %% [markdown]
-# ### Exercise 04.count_trainable
+# With the backbone frozen, what is left is the head's input (the last ReLU output: it is needed
+# for the head's weight gradient) and the loss's own small tensors, and gradients exist only for
+# the head's 2,570 numbers. The saving in activations comes from freezing the *first* layers.
+# Freezing only the middle `Linear` saves its gradients and no activations: backward must still
+# pass through it to reach the first layer, so the ReLU before it keeps its output.
+
+
+# %% [markdown]
+# ### Exercise 2 — `count_trainable`
 #
 # Write `count_trainable(model) -> int`: the number of scalars the optimizer can change — only
 # parameters with `requires_grad=True`, a shared parameter counted once. The checker's models
@@ -382,6 +424,7 @@ def count_trainable(model: nn.Module) -> int:
     ### END SOLUTION
 
 
+# %%
 check("04.count_trainable", count_trainable)
 
 
@@ -389,10 +432,11 @@ check("04.count_trainable", count_trainable)
 # ## 5. Buffers and `state_dict`
 #
 # Some tensors belong to the model's state without being trained: BatchNorm's running mean, a
-# normalisation constant, a step counter. Register them with `register_buffer(name, tensor)`:
-# buffers move with `.to()` and are saved in `state_dict()`, but are not in `parameters()`, so no
-# optimizer touches them. `persistent=False` keeps a buffer out of `state_dict()` (it still moves
-# with the model). A tensor stored as a plain attribute gets none of this.
+# normalisation constant, a step counter. Register them with `register_buffer(name, tensor)`, or
+# by assigning `self.name = nn.Buffer(tensor)` (the two are equivalent; `Standardize` below uses
+# both): buffers move with `.to()` and are saved in `state_dict()`, but are not in `parameters()`,
+# so no optimizer touches them. `persistent=False` keeps a buffer out of `state_dict()` (it still
+# moves with the model). A tensor stored as a plain attribute gets none of this.
 
 # %%
 class Standardize(nn.Module):
@@ -400,7 +444,7 @@ class Standardize(nn.Module):
         super().__init__()
         self.register_buffer("mean", mean)
         self.register_buffer("std", std)
-        self.register_buffer("calls", torch.zeros((), dtype=torch.long), persistent=False)
+        self.calls = nn.Buffer(torch.zeros((), dtype=torch.long), persistent=False)
         self.plain = torch.ones(len(mean))  # ordinary attribute: not moved, not saved
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -503,8 +547,17 @@ bn.train()
 out_train = bn(batch)
 print("batch mean        :", batch.mean(0))
 print("running_mean now  :", bn.running_mean, "(0 → 10 % of the way)")
-print("train output: per-feature mean ≈ 0:", out_train.mean(0).abs().max().item() < 1e-5,
-      "| per-feature std:", out_train.std(0).detach())
+print("train output: per-feature mean ≈ 0:", out_train.mean(0).abs().max().item() < 1e-5)
+print("per-feature std, .std(0)               :", out_train.std(0).detach())
+print("per-feature std, .std(0, unbiased=False):", out_train.std(0, unbiased=False).detach())
+print(f"sqrt(64 / 63) = {(64 / 63) ** 0.5:.4f}")
+
+# %% [markdown]
+# The first std is not 1, and that is not a bug. BatchNorm normalises with the *biased* variance
+# of the batch (the mean of the squared deviations, divided by $N = 64$), while `.std()` by default
+# computes the *unbiased* estimate (divided by $N - 1 = 63$). The two differ by exactly
+# $\sqrt{64/63}$; with `unbiased=False` (the same as `correction=0`) the std is 1, up to the `eps`
+# that BatchNorm adds to the variance.
 
 # %%
 before = bn.running_mean.clone()
@@ -590,7 +643,7 @@ print("apply visits:", visited)
 
 
 # %% [markdown]
-# ### Exercise 04.kaiming_init
+# ### Exercise 3 — `kaiming_init`
 #
 # Write `kaiming_init(module)` for `model.apply`: if the module is an `nn.Linear`, draw its weight
 # from Kaiming normal for ReLU (`std = sqrt(2/fan_in)`) and set its bias, if it has one, to zero;
@@ -608,6 +661,7 @@ def kaiming_init(module: nn.Module) -> None:
     ### END SOLUTION
 
 
+# %%
 check("04.kaiming_init", kaiming_init)
 
 # %% [markdown]
@@ -668,7 +722,7 @@ print("hook calls over two forward passes:", len(calls))
 
 
 # %% [markdown]
-# ### Exercise 04.layer_output_stds
+# ### Exercise 4 — `layer_output_stds`
 #
 # Write `layer_output_stds(model, x)`: run `model(x)` once with forward hooks and return
 # `{name: std of that module's output}` (Python floats) for every *leaf* submodule — one without
@@ -697,6 +751,7 @@ def layer_output_stds(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
     ### END SOLUTION
 
 
+# %%
 check("04.layer_output_stds", layer_output_stds)
 
 
@@ -724,7 +779,8 @@ def deep_net(activation: type[nn.Module], depth: int = 24, width: int = 256) -> 
     return nn.Sequential(*blocks)
 
 
-def init_with(scheme: str):
+def init_with(scheme: str, value: float = 1.0):
+    """`value`: the gain of "xavier_uniform", the std of "normal"."""
     def init(module: nn.Module) -> None:
         if not isinstance(module, nn.Linear) or scheme == "default":
             return
@@ -732,16 +788,20 @@ def init_with(scheme: str):
             nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
         elif scheme == "xavier":
             nn.init.xavier_normal_(module.weight)
+        elif scheme == "xavier_uniform":
+            nn.init.xavier_uniform_(module.weight, gain=value)
+        elif scheme == "normal":
+            nn.init.normal_(module.weight, std=value)
         else:
             nn.init.zeros_(module.weight)
         nn.init.zeros_(module.bias)
     return init
 
 
-def activation_stds_of(scheme: str, activation: type[nn.Module]) -> list[float]:
+def activation_stds_of(scheme: str, activation: type[nn.Module], value: float = 1.0) -> list[float]:
     torch.manual_seed(0)
     net = deep_net(activation)
-    net.apply(init_with(scheme))
+    net.apply(init_with(scheme, value))
     h = torch.randn(256, 256)
     stds = []
     with torch.no_grad():
@@ -785,6 +845,56 @@ print(f"Xavier + ReLU: std × {per_layer:.3f} per layer (theory: sqrt(1/2) = {0.
 #   neither explodes. tanh shrinks what passes through it, which is why `nn.init.calculate_gain("tanh")`
 #   (5/3) exists: it scales Xavier up to compensate.
 # * **Zero** init passes nothing: every activation is exactly 0 (drawn dashed at the floor).
+#
+# ### Xavier uniform, tanh and sigmoid
+#
+# The usual recommendation for tanh and sigmoid is `xavier_uniform_`. It draws from
+# $U(-a, a)$ with $a = \text{gain}\cdot\sqrt{6/(\text{fan\_in} + \text{fan\_out})}$, which has
+# the same variance as `xavier_normal_` (a uniform on $\pm a$ has variance $a^2/3$). Measured on the
+# same 24-layer net, next to `xavier_normal_`, with the default gain 1 and, for tanh, with the gain
+# that `nn.init.calculate_gain` recommends (for sigmoid it recommends 1, the default):
+
+# %%
+print(f"recommended gains: tanh {nn.init.calculate_gain('tanh'):.4g} | sigmoid {nn.init.calculate_gain('sigmoid'):.4g}")
+xavier_runs = {("tanh", "xavier_normal_"): tanh_stds["xavier"],
+               ("tanh", "xavier_uniform_"): activation_stds_of("xavier_uniform", nn.Tanh),
+               ("tanh", "xavier_uniform_, gain 5/3"): activation_stds_of("xavier_uniform", nn.Tanh, 5 / 3),
+               ("sigmoid", "xavier_normal_"): activation_stds_of("xavier", nn.Sigmoid),
+               ("sigmoid", "xavier_uniform_"): activation_stds_of("xavier_uniform", nn.Sigmoid),
+               ("sigmoid", "default"): activation_stds_of("default", nn.Sigmoid)}
+for (act_name, label), v in xavier_runs.items():
+    print(f"{act_name:7} {label:<25} std after layer 1: {v[0]:.3g}   12: {v[11]:.3g}   24: {v[23]:.3g}")
+
+# %% [markdown]
+# The uniform and normal rows agree closely (the small differences come from the random matrices):
+# the signal sees the variance of the weights, not the shape of their distribution. With tanh and
+# gain 1 the std still decays over the 24 layers (tanh's slope is below 1 away from 0); the gain
+# 5/3 keeps it flat. Sigmoid is different: its outputs lie in (0, 1) around 0.5, so
+# their std is small from the first layer on and decays slowly; Xavier keeps it above the default
+# init, but those all-positive outputs are one reason hidden layers use tanh or ReLU instead.
+#
+# ### No activation: a normal whose std fits the layer
+#
+# For layers with no activation after them (a linear projection, a stack of linear maps), the
+# common advice is a normal init with a small standard deviation. Each such layer multiplies the
+# std of the signal by about $\sqrt{\text{fan\_in}}\cdot\sigma$, so *how* small depends on the
+# width: $\sigma = 1/\sqrt{\text{fan\_in}}$ (0.0625 at width 256) keeps it. The same 24 layers of
+# `Linear(256, 256)`, now with `nn.Identity` instead of an activation:
+
+# %%
+fan_in = 256
+for sigma in (None, 0.02, fan_in ** -0.5, 0.1):                 # None: the default init
+    v = activation_stds_of("default", nn.Identity) if sigma is None else activation_stds_of("normal", nn.Identity, sigma)
+    per_layer = (fan_in * (sigma ** 2 if sigma else 1 / (3 * fan_in))) ** 0.5   # sqrt(fan_in · Var(w))
+    label = "default" if sigma is None else f"normal, std {sigma:.3g}"
+    print(f"{label:<18} std after layer 1: {v[0]:.3g}   12: {v[11]:.3g}   24: {v[23]:.3g}   (theory: x{per_layer:.2f} per layer)")
+
+# %% [markdown]
+# Only $\sigma = 1/\sqrt{\text{fan\_in}}$ keeps the signal at the same scale. A fixed "small" value
+# such as 0.02, popular in large language models, shrinks it here at every layer: it keeps the
+# scale only where $\text{fan\_in} \approx 1/0.02^2 = 2500$ (and those models rely on their
+# normalisation layers as well). Slightly too large, 0.1, and the std grows geometrically. The
+# default init shrinks it by $1/\sqrt 3$ per layer until its random biases set the floor.
 #
 # Switch the scheme, the activation and the depth yourself. Below the explorer, its static
 # rendering (for readers without a live kernel) repeats the measurement on a deeper, narrower
@@ -847,12 +957,12 @@ for name, init in (("zero", init_with("zero")), ("constant 0.1", constant_init),
 # %% [markdown]
 # ## Key points
 #
-# * `nn.Module.__setattr__` registers `Parameter`s, submodules and buffers; `parameters()`,
+# * `nn.Module.__setattr__` registers `Parameter`s, submodules and `nn.Buffer`s; `parameters()`,
 #   `.to()`, `state_dict()` and `train()`/`eval()` only see what is registered.
 # * Create layers in `__init__`, never in `forward`; keep lists of layers in `nn.ModuleList`
 #   (or `nn.Sequential`/`nn.ModuleDict`); call `super().__init__()` first.
-# * Non-trained state goes in buffers (`register_buffer`, `persistent=False` to keep it out of
-#   `state_dict`), never in plain tensor attributes.
+# * Non-trained state goes in buffers (`register_buffer(name, t)` or `self.name = nn.Buffer(t)`,
+#   `persistent=False` to keep it out of `state_dict`), never in plain tensor attributes.
 # * Frozen parameters (`requires_grad=False`) are still parameters; tied weights are one tensor
 #   under two names.
 # * `eval()` makes Dropout the identity and BatchNorm use (and keep) its running stats; it does not
@@ -865,7 +975,7 @@ for name, init in (("zero", init_with("zero")), ("constant 0.1", constant_init),
 # ## Further reading
 #
 # * PyTorch docs: *torch.nn.Module* (`register_buffer`, `apply`, `register_forward_hook`,
-#   `state_dict`, `train`/`eval`).
+#   `state_dict`, `train`/`eval`) and *torch.nn.parameter.Buffer*.
 # * PyTorch docs: *torch.nn.init* (`kaiming_normal_`, `xavier_normal_`, `calculate_gain`).
 # * PyTorch docs: *ModuleList*, *ModuleDict*, *ParameterList*, *LazyLinear*.
 # * PyTorch docs: *Dropout* and *BatchNorm1d* (the `momentum` and `track_running_stats` arguments).
