@@ -355,7 +355,7 @@ print("int64 ids:", tuple(embedding(token_ids.long()).shape), "| int32 ids:", tu
 # differently: `Torch not compiled with CUDA enabled`):
 
 # %% tags=["raises-exception"]
-images.to("cuda")                  # hard-coded GPU: calling images.cuda without arguments crashes the same way
+images.cuda()                      # hard-coded GPU: crashes on a machine without one
 
 # %% [markdown]
 # The portable pattern is a `device` variable chosen once and used everywhere: `model.to(device)`,

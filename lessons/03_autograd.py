@@ -16,7 +16,7 @@
 # parameters that never learn, accumulation that is off by a factor, inference tensors that
 # refuse to train. Each one is reproduced below, then fixed.
 #
-# ## You will learn (≈ 40 min)
+# ## You will learn (≈ 45 min)
 #
 # 1. Tell leaf from non-leaf tensors, read the graph behind a tensor from `grad_fn`, and check
 #    autograd's results against derivatives worked out by hand.

@@ -93,7 +93,10 @@ def test_cell_style(path: Path) -> None:
         assert not (last.endswith(";") and not last.lstrip().startswith("#")), \
             f"cell {index} ends in ';': use `_ = ...` or plt.show()"
         assert "import *" not in cell.source, f"cell {index}: no star imports"
-        assert ".cuda()" not in cell.source, f"cell {index}: use .to(device), never a bare .cuda()"
+        # COURSE_DESIGN §9: never a bare .cuda(), except where the crash is the lesson.
+        crash_is_the_lesson = "raises-exception" in cell.metadata.get("tags", [])
+        assert crash_is_the_lesson or ".cuda()" not in cell.source, \
+            f"cell {index}: use .to(device), never a bare .cuda() (allowed only in a raises-exception cell)"
         if "NBVAL_IGNORE_OUTPUT" in cell.source:
             assert re.search(r"\bassert\b|\bcheck\(", cell.source), \
                 f"cell {index} ignores its output, so it must assert its key property"
