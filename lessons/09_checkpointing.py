@@ -740,21 +740,14 @@ result = ClassifierV1().load_state_dict(wrapped.state_dict(), strict=False)
 print(len(result.missing_keys), "missing,", len(result.unexpected_keys), "unexpected")
 
 # %% [markdown]
-# The two ways to compile a model differ here. `torch.compile(model)` returns a wrapper;
-# `model.compile()` (PyTorch 2.2 and later) compiles the model's forward in place and leaves the
-# model, and its keys, as they are. Compilation is lazy (it happens at the first call), so this
-# cell compiles nothing; it only builds both:
-
-# %%
-compiled = torch.compile(ClassifierV1())  # a new object, wrapping the model
-in_place = ClassifierV1()
-in_place.compile()  # the same object, compiled in place
-print("torch.compile(model):", list(compiled.state_dict())[:2])
-print("model.compile():     ", list(in_place.state_dict())[:2])
-
-# %% [markdown]
-# `model.compile()` is the simplest way to keep the prefix out of your checkpoints. With the
-# wrapper, save `compiled._orig_mod.state_dict()`, or clean the keys when loading:
+# The two ways to compile a model differ here. `compiled = torch.compile(model)` returns a new
+# object that wraps your model as `compiled._orig_mod`: its keys are `_orig_mod.features.0.weight`
+# and so on. `model.compile()` (PyTorch 2.2 and later) compiles the model's forward in place and
+# leaves the model, and its keys (`features.0.weight`, ...), as they are: the simplest way to keep
+# the prefix out of your checkpoints. With the wrapper, save `compiled._orig_mod.state_dict()`, or
+# clean the keys when loading. (Not run here: even though compilation waits for the first call,
+# the first `torch.compile` in a process loads the compiler's Python modules, which takes several
+# seconds; notebook 11 compiles for real.)
 
 
 # %% [markdown]
