@@ -426,7 +426,8 @@ print("old scaler enabled:", old_scaler.is_enabled())
 # Device-agnostic choice of the 16-bit type: float16 on CUDA (the universal choice: every NVIDIA
 # GPU with tensor cores runs it fast), bfloat16 on the CPU (the type CPU autocast supports best).
 # On Ampere and newer GPUs (compute capability 8.0+) bfloat16 runs at the same tensor-core speed
-# and needs no scaler, so prefer it there (`torch.cuda.is_bf16_supported()`); this notebook uses
+# (section 6 measures both formats on a GPU) and needs no scaler, so prefer it there
+# (`torch.cuda.is_bf16_supported()`); this notebook uses
 # float16 on CUDA so that the scaler has something to do. `torch.amp.GradScaler` documents
 # `"cuda"` and `"cpu"`; recent releases also accept `"mps"` (Apple GPUs), where the support is
 # newer, so without a CUDA GPU this notebook runs its mixed-precision cells on the CPU.
