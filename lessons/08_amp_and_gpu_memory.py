@@ -24,8 +24,9 @@
 # 3. Use `torch.autocast` in device-agnostic code, see which operations it runs in 16 bits, and
 #    understand why float16 needs a `GradScaler` (and what it does, step by step) while bfloat16
 #    usually does not.
-# 4. Pull the memory levers (mixed precision, activation checkpointing, gradient accumulation) and
-#    measure what each one costs on this machine.
+# 4. Pull the memory levers (mixed precision, activation checkpointing, gradient accumulation,
+#    input resolution, offloading to CPU memory) and measure what each one costs on this machine;
+#    clip gradients correctly under a scaler, and check AMP against a float32 run.
 # 5. Read a GPU's memory counters: allocated vs reserved, `del`, `empty_cache()`.
 
 # %%
@@ -136,7 +137,7 @@ for name, make in make_optimizer.items():
 # Plain SGD keeps nothing; momentum keeps one buffer per parameter; Adam and AdamW keep two
 # (`exp_avg`, the running mean of the gradient, and `exp_avg_sq`, the running mean of its square),
 # so with Adam the optimizer alone is **twice the model**. The 32 extra bytes are Adam's `step`
-# counters: since PyTorch 2.0 each parameter's step count is a 0-dimensional float32 tensor
+# counters: since PyTorch 1.12 each parameter's step count is a 0-dimensional float32 tensor
 # (4 bytes × 8 parameter tensors). Real, but negligible; the exercise below ignores them.
 #
 # So the "static" part of float32 training with Adam is 4 copies of the parameters: weights,
@@ -298,6 +299,22 @@ plt.show()
 # the loss also saves. Halve the batch and you halve this part of the memory; that is why
 # lowering the batch size is the first thing to try after an out-of-memory error.
 #
+# The other axis is the size of each sample. A convolution's output map has as many pixels as its
+# input, so a convolutional network's activations grow with the **number of pixels**: width ×
+# height. Measure the convolutional part of the CNN (its `Linear` layer expects exactly 8×8 maps,
+# the convolutions take any size) at three input resolutions:
+
+# %%
+features = cnn[:6]  # conv, ReLU, pool, conv, ReLU, pool
+per_image = {px: activation_bytes(features, torch.randn(4, 3, px, px)) / 4 for px in (16, 32, 64)}
+for px, n in per_image.items():
+    print(f"{px:2d}x{px:<2d} pixels: {format_bytes(n):>10s} per image (x{n / per_image[32]:.2f} the 32x32 figure)")
+
+# %% [markdown]
+# Doubling the side length multiplies the activation memory by four, and halving it divides it by
+# four: lowering the input resolution (or cropping) is a strong lever when a model fits in
+# parameters but not in activations, at the price of the detail the model can see.
+#
 # ### 2.2 The whole picture
 #
 # Put the four categories side by side for both models at batch 64, with SGD and with Adam:
@@ -409,7 +426,8 @@ print("old scaler enabled:", old_scaler.is_enabled())
 # Device-agnostic choice of the 16-bit type: float16 on CUDA (the universal choice: every NVIDIA
 # GPU with tensor cores runs it fast), bfloat16 on the CPU (the type CPU autocast supports best).
 # On Ampere and newer GPUs (compute capability 8.0+) bfloat16 runs at the same tensor-core speed
-# and needs no scaler, so prefer it there (`torch.cuda.is_bf16_supported()`); this notebook uses
+# (section 6 measures both formats on a GPU) and needs no scaler, so prefer it there
+# (`torch.cuda.is_bf16_supported()`); this notebook uses
 # float16 on CUDA so that the scaler has something to do. `torch.amp.GradScaler` documents
 # `"cuda"` and `"cpu"`; recent releases also accept `"mps"` (Apple GPUs), where the support is
 # newer, so without a CUDA GPU this notebook runs its mixed-precision cells on the CPU.
@@ -448,7 +466,9 @@ for op, dtype in autocast_dtypes("cpu", torch.bfloat16).items():
 # and `sum` in float32. Inspect, do not assume; the next cell shows CUDA's answers on a GPU.
 
 # %%
-if skip_unless_gpu("the same table for CUDA float16 autocast"):
+if skip_unless_gpu("the same table for CUDA float16 autocast",
+                   expect="a @ w, F.linear, F.conv2d and h.relu() give float16; softmax, layer_norm, "
+                          "exp, sum, h + a and both losses give float32"):
     for op, dtype in autocast_dtypes("cuda", torch.float16).items():
         print(f"cuda float16: {op:24s} -> {dtype}")
 
@@ -543,21 +563,23 @@ grad = reg[0].weight.grad
 print(f"2. backward:  first-layer grads {grad.abs().median():.2g} (scaled), exact zeros {(grad == 0).float().mean():.1%}")
 scaler.unscale_(optimizer)  # one fused op per device: divide every grad AND check it for inf/NaN
 print(f"3. unscale_:  grads divided by the scale in float32; relative error vs float32 {rel_error(grad, g32):.0e}")
-found_inf = sum(v.item() for v in scaler._found_inf_per_device(optimizer).values())  # private: only to show it
 finite = all(bool(torch.isfinite(p.grad).all()) for p in reg.parameters())
-print(f"4. (same op)  unscale_ recorded found_inf = {found_inf:g}; our own re-check: all finite = {finite}")
+print(f"4. (same op)  unscale_ also noted whether any grad is inf/NaN; the same test by hand: all finite = {finite}")
 before = [p.detach().clone() for p in reg.parameters()]
-scaler.step(optimizer)  # reads the recorded found_inf (calls unscale_ first only if you did not)
+scaler.step(optimizer)  # uses what unscale_ noted (and calls unscale_ first only if you did not)
 moved = any(not torch.equal(b, p) for b, p in zip(before, reg.parameters()))
-print(f"5. step:      reads found_inf, no new check: 0, so optimizer.step() ran; weights changed = {moved}")
-assert found_inf == 0 and finite and moved
+print(f"5. step:      no inf/NaN was noted, so step called optimizer.step(); weights changed = {moved}")
+assert finite and moved
 scaler.update()
 print(f"6. update:    scale {scaler.get_scale():g} (it grows only after growth_interval=2 good steps in a row)")
 
 # %% [markdown]
-# You normally write only `scaler.scale(loss).backward()`, `scaler.step(optimizer)` and
-# `scaler.update()`; `scaler.step` calls `unscale_` itself (division and inf/NaN check) unless you already did. Call `scaler.unscale_(optimizer)`
-# explicitly only when you need the true gradients before the step, e.g. for gradient clipping.
+# The scaler keeps its inf/NaN flag to itself (there is no public getter for it, so step 4 repeats
+# the test by hand): `step` reads it, and `update()` makes it visible, since the scale halves after
+# a step with inf/NaN. You normally write only `scaler.scale(loss).backward()`,
+# `scaler.step(optimizer)` and `scaler.update()`; `scaler.step` calls `unscale_` itself (division
+# and inf/NaN check) unless you already did. Call `scaler.unscale_(optimizer)` explicitly only when
+# you need the true gradients before the step: for gradient clipping, section 5.3.
 #
 # **The dynamic part.** Too large a scale overflows instead: a gradient above 65504 becomes `inf`.
 # Then `scaler.step` **skips** the update (the weights stay as they were) and `update()` halves the
@@ -589,6 +611,78 @@ for step in range(12):
 # With **bfloat16** the range is float32's, so gradients do not underflow and you can leave the
 # scaler out (or create it with `enabled=False`, which turns all its methods into pass-throughs).
 # Writing the scaler in anyway keeps one code path for float16 GPUs and bfloat16 CPUs.
+#
+# ### 5.3 Gradient clipping with a scaler: unscale first
+#
+# After `scaler.scale(loss).backward()` every `.grad` is multiplied by the scale. Clipping those
+# gradients to `max_norm` would compare a norm that is thousands of times too large with your
+# threshold, and shrink every step far too much. Unscale first, then clip, then step:
+
+# %%
+scaler = torch.amp.GradScaler(amp_device.type, init_scale=2.0**16)
+optimizer.zero_grad()
+with torch.autocast(device_type=amp_device.type, dtype=torch.float16):
+    loss = F.mse_loss(reg(xr), yr)  # an ordinary loss this time, no tiny weight
+scaler.scale(loss).backward()
+grads = [p.grad for p in reg.parameters()]
+print(f"gradient norm after scale().backward(): {torch.nn.utils.get_total_norm(grads):10.4g}  (scaled)")
+scaler.unscale_(optimizer)
+norm = torch.nn.utils.clip_grad_norm_(reg.parameters(), max_norm=0.1)  # returns the norm before clipping
+print(f"gradient norm after unscale_:           {norm:10.4g}  (the true one)")
+print(f"gradient norm after clip_grad_norm_:    {torch.nn.utils.get_total_norm(grads):10.4g}  (max_norm=0.1)")
+scaler.step(optimizer)  # does not unscale again
+scaler.update()
+
+# %% [markdown]
+# The five lines, in this order, are the AMP version of the clipped training step of notebook 06:
+# `scaler.scale(loss).backward()` → `scaler.unscale_(optimizer)` → `clip_grad_norm_` →
+# `scaler.step(optimizer)` → `scaler.update()`. If a step's gradients contain inf, the norm is inf
+# too; `scaler.step` skips that step anyway (`unscale_` noted the inf before the clipping), so the
+# clipping does no harm.
+#
+# ### 5.4 Float32 first, then switch mixed precision on
+#
+# When a mixed-precision run trains badly, is it the model, the data, the loop, or the 16-bit
+# arithmetic? You can only tell with a float32 run of the same code to compare against. So get the
+# run working in float32, keep its loss curve, then switch autocast on and compare the numbers.
+# Here three 30-step runs of the regression network from the same initial weights (its loss still
+# weighted by `1e-5`, the small-gradient case of 5.1; the printed losses are divided by it): float32,
+# this notebook's mixed precision, and float16 with the scaler forgotten.
+
+# %%
+def loss_curve(dtype: torch.dtype | None, use_scaler: bool, steps: int = 30) -> torch.Tensor:
+    """Train a fresh copy of the regression network; dtype None means plain float32."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1)).to(amp_device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    run_scaler = torch.amp.GradScaler(amp_device.type, enabled=use_scaler)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        with torch.autocast(amp_device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = LOSS_WEIGHT * F.mse_loss(model(xr), yr)
+        run_scaler.scale(loss).backward()
+        run_scaler.step(opt)
+        run_scaler.update()
+        losses.append(loss.detach().float() / LOSS_WEIGHT)  # tensors: no sync per step
+    return torch.stack(losses)
+
+
+reference = loss_curve(None, use_scaler=False)
+runs = {f"autocast {amp_dtype}": loss_curve(amp_dtype, use_scaler=amp_dtype == torch.float16),
+        "float16, no GradScaler": loss_curve(torch.float16, use_scaler=False)}
+print(f"{'float32 (reference)':24s} final loss {reference[-1]:.4f}")
+for name, curve in runs.items():
+    gap = ((curve - reference).abs() / reference).max()
+    print(f"{name:24s} final loss {curve[-1]:.4f}; largest gap to the float32 curve {gap:.1%}")
+
+# %% [markdown]
+# The correct mixed-precision run follows the float32 curve within a few percent (16-bit rounding),
+# which is what "AMP works" looks like. The run without the scaler lags far behind: its first
+# layer's gradients underflow to zero (section 5.1), so only the last layer learns. On its own that
+# curve would look like a learning-rate or model problem; next to the float32 reference it is
+# clearly a precision problem. The same order catches the other mixed-precision bugs, such as a
+# custom layer that overflows float16 or an operation that needs float32's precision.
 
 # %% [markdown]
 # ### Exercise 3 — `amp_train_step`
@@ -664,13 +758,37 @@ print(f"float32: {t32 * 1e3:.2f} ms/step | autocast {amp_dtype}: {t16 * 1e3:.2f}
 assert t32 > 0 and t16 > 0
 
 # %% [markdown]
-# Read the ratio your machine printed. On the machine this course was built on (a CPU with AVX2
-# but no bfloat16 instructions) the autocast step was **several times slower** than float32 (a
-# ratio around 0.2): without hardware support every bfloat16 operation converts back and forth,
-# and the converted weights are extra work. The textbook speed-up needs 16-bit hardware: tensor
-# cores on NVIDIA GPUs (float16 since Volta, bfloat16 since Ampere), or CPUs with AVX-512 BF16 /
-# AMX. So on a plain laptop CPU, use autocast to *learn* it, not to go faster; the GPU cell below
-# measures the real thing where a GPU exists.
+# Read the ratio your machine printed. On a CPU without bfloat16 instructions (AVX2 only, like
+# the machine this course was built on) the autocast step is **several times slower** than
+# float32, a ratio well below 1 (compare yours, printed above): without hardware support every
+# bfloat16 operation converts back and forth, and the converted weights are extra work. The textbook
+# speed-up needs 16-bit hardware: tensor cores on NVIDIA GPUs (float16 since the Volta generation,
+# bfloat16 since Ampere, according to NVIDIA's specifications), or CPUs with AVX-512 BF16 / AMX.
+# So on a plain laptop CPU, use autocast to *learn* it, not to go faster. On a GPU, the next cell
+# measures the raw matrix-multiplication speed of each format, and the cell at the end of this
+# section a whole training step.
+
+# %%
+if skip_unless_gpu("matrix-multiplication throughput in float32, float16 and bfloat16",
+                   expect="float16 and bfloat16 typically run several times faster than float32 "
+                          "(about 2-4x on GeForce cards, 5-15x on A100/H100-class GPUs; on GPUs older "
+                          "than Ampere only float16 is accelerated)"):
+    n = 4096
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        a, b = (torch.randn(n, n, device="cuda", dtype=dtype) for _ in range(2))
+        a @ b  # warm-up
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(20):
+            a @ b
+        torch.cuda.synchronize()
+        seconds = (time.perf_counter() - start) / 20
+        print(f"{str(dtype):15s} {2 * n**3 / seconds / 1e12:7.1f} TFLOP/s")
+    del a, b
+
+# %% [markdown]
+# (float32 here is true float32: PyTorch does not use the faster, less precise TF32 format for
+# float32 matrix multiplications unless you allow it.)
 #
 # Memory is a different story: it is arithmetic, so it shows up on any machine. Measure what the
 # CNN saves for backward at batch 16, in float32 and under CPU autocast:
@@ -702,7 +820,10 @@ print(f"ratio: {bf16_meter.bytes / fp32_meter.bytes:.3f}; bfloat16 copies of the
 # of the CNN (Adam) in float32 and with float16 autocast + `GradScaler`.
 
 # %%
-if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs float16 autocast"):
+if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs float16 autocast",
+                   expect="peak allocated memory typically x0.6-0.8 of float32 and a step typically "
+                          "1-2x faster on a GPU with tensor cores (this small CNN is partly "
+                          "launch-bound; larger models gain more)"):
     from course_utils.memory import cuda_memory, cuda_peak
 
     gpu = torch.device("cuda")
@@ -812,11 +933,13 @@ print(f"plain {t_plain * 1e3:.1f} ms, checkpointed {t_ckpt * 1e3:.1f} ms per for
 assert t_plain > 0 and t_ckpt > 0
 
 # %% [markdown]
-# In theory the price is one extra forward pass, about a third of forward + backward. With layers
-# this small on a CPU the checkpointing bookkeeping adds more: read the ratio printed above (a busy
-# shared CPU makes single timings jump around; run the cell again). On large layers
-# the ratio approaches the theoretical ×1.33. Checkpoint the blocks whose activations are large and
-# cheap to recompute.
+# In theory the price is one extra forward pass: if backward costs about twice the forward, that
+# is (1 + 2 + 1) / (1 + 2) ≈ ×1.33. Read the ratio printed above (a busy shared CPU makes single
+# timings jump around; run the cell again): with layers this small on a CPU the checkpointing
+# bookkeeping usually adds more. The ×1.33 is the figure to expect when large matrix
+# multiplications dominate the time; it is theory, not measured here (layers that large take
+# seconds per step on a CPU). Checkpoint the blocks whose activations are large and cheap to
+# recompute.
 #
 # ### 7.2 Gradient accumulation: a big batch in small pieces
 #
@@ -886,6 +1009,67 @@ assert all(torch.allclose(a.grad, b.grad, atol=1e-6)
 # less efficiently. On a GPU, small batches can leave much of the chip idle, and the slowdown can
 # be larger. Accumulation buys memory, not speed.
 #
+# ### 7.3 Keep the saved activations in CPU memory
+#
+# A GPU has far less memory than the computer around it. `torch.autograd.graph.save_on_cpu()` is a
+# ready-made pair of saved-tensor hooks (the mechanism of section 2): `pack` copies every tensor
+# autograd saves to CPU memory, `unpack` copies it back to the GPU when backward needs it. The
+# activations then take no GPU memory between forward and backward; the price is that every saved
+# byte crosses the PCIe bus twice. On a CPU-only machine there is nothing to move (the tensors are
+# already in CPU memory), so what we can measure here is the traffic: the bytes the CNN saves for
+# one training step at batch 64.
+
+# %%
+from torch.autograd.graph import save_on_cpu
+
+with SavedTensorsMeter(exclude=cnn) as offload_meter:
+    F.cross_entropy(cnn(x64), y64)
+print(f"with save_on_cpu, one step at batch 64 copies {format_bytes(offload_meter.bytes)} to CPU memory "
+      f"during forward, and the same back during backward")
+with save_on_cpu():  # runs here too, moving nothing
+    F.cross_entropy(cnn(x64), y64).backward()
+cnn.zero_grad(set_to_none=True)
+
+# %% [markdown]
+# At a PCIe bandwidth of some 10 to 25 GB/s, each direction costs roughly that many bytes divided
+# by the bandwidth: milliseconds per step, often more than the GPU's own work for a small model.
+# `save_on_cpu(pin_memory=True)` uses page-locked CPU memory, which copies faster (notebook 05). On
+# a GPU, the next cell measures the peak memory and the time of a step with and without it.
+
+# %%
+if skip_unless_gpu("peak memory and time of a CNN step with saved activations on the GPU vs in CPU memory",
+                   expect="with save_on_cpu the step's extra peak memory is typically 20-60% lower "
+                          "(a layer's output still exists on the GPU while it is computed), and the step "
+                          "typically takes several times longer, 2-20x for this small CNN (every saved "
+                          "tensor crosses PCIe twice)"):
+    import contextlib
+
+    from course_utils.memory import cuda_peak
+
+    gpu = torch.device("cuda")
+    torch.manual_seed(0)
+    model = make_cnn().to(gpu)
+    xg, yg = torch.randn(512, 3, 32, 32, device=gpu), torch.randint(0, 10, (512,), device=gpu)
+
+    def offload_step(offload: bool) -> None:
+        model.zero_grad(set_to_none=True)
+        with save_on_cpu(pin_memory=True) if offload else contextlib.nullcontext():
+            loss = F.cross_entropy(model(xg), yg)
+        loss.backward()
+
+    for offload in (False, True):
+        offload_step(offload)  # warm-up
+        _, extra = cuda_peak(lambda: offload_step(offload), gpu)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(10):
+            offload_step(offload)
+        torch.cuda.synchronize()
+        ms = (time.perf_counter() - start) / 10 * 1e3
+        print(f"save_on_cpu={offload!s:5s}: a step adds {format_bytes(extra):>10s} at its peak, {ms:.2f} ms/step")
+    del model
+
+# %% [markdown]
 # ## 8. Freeing memory: `del`, allocated vs reserved, `empty_cache()`
 #
 # PyTorch frees a tensor as soon as its last reference disappears (Python reference counting; no
@@ -919,7 +1103,8 @@ print(f"no_grad() + .item():  {format_bytes(fixed.bytes)} ever saved")
 # - `torch.cuda.memory_allocated()`: bytes in live tensors;
 # - `torch.cuda.memory_reserved()`: bytes the cache holds from the driver (≥ allocated). `nvidia-smi`
 #   shows more than this for your process: it also counts the CUDA context, with the kernels of CUDA,
-#   cuBLAS and cuDNN loaded into it: typically a few hundred MB that PyTorch's counters never see;
+#   cuBLAS and cuDNN loaded into it, which PyTorch's counters never see (the cell below estimates
+#   it on a GPU, from the driver's own count, `torch.cuda.mem_get_info()`);
 # - `del t` lowers *allocated* only; `torch.cuda.empty_cache()` returns unused cached blocks to the
 #   driver, lowering *reserved*. It does not give your own program more memory (the cache would
 #   have reused those blocks), it costs time, and calling it in the training loop only slows you
@@ -928,7 +1113,10 @@ print(f"no_grad() + .item():  {format_bytes(fixed.bytes)} ever saved")
 #   decides whether a step fits.
 
 # %%
-if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()"):
+if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()",
+                   expect="allocated rises by 256 MiB and falls back after del, reserved stays up until "
+                          "empty_cache(); the driver typically counts a few hundred MB (300 MB to 1 GB) "
+                          "more than PyTorch reserves, mostly the CUDA context"):
     from course_utils.memory import cuda_memory
 
     gpu = torch.device("cuda")
@@ -952,6 +1140,39 @@ if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()"):
     assert with_big["allocated"] - start["allocated"] >= 256 * 2**20
     assert after_del["allocated"] == start["allocated"] and after_del["reserved"] >= with_big["allocated"] - start["allocated"]
     assert after_empty["reserved"] < after_del["reserved"]
+    free, total = torch.cuda.mem_get_info(gpu)
+    print(f"the driver counts {format_bytes(total - free)} in use on this GPU, PyTorch reserves "
+          f"{format_bytes(after_empty['reserved'])}: the rest is mostly the CUDA context "
+          f"(plus other processes on the same GPU, if any)")
+
+# %% [markdown]
+# `empty_cache()` in a loop hands the blocks back to the driver at every iteration, so the next
+# allocation cannot come from the cache and asks the driver again. On a GPU the next cell times a
+# loop that allocates and fills 256 MiB, without and with `empty_cache()` in it:
+
+# %%
+if skip_unless_gpu("the time of an allocate-and-fill loop without and with empty_cache() in it",
+                   expect="with empty_cache() each iteration typically takes from tens of microseconds "
+                          "to a few milliseconds longer than with allocations served by the cache, "
+                          "because every allocation goes back to the driver"):
+    gpu = torch.device("cuda")
+
+    def ms_per_iteration(call_empty_cache: bool, repeats: int = 20) -> float:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            t = torch.empty(64 * 2**20, device=gpu)
+            t.zero_()
+            del t
+            if call_empty_cache:
+                torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / repeats * 1e3
+
+    ms_per_iteration(False)  # warm-up: the first allocation fills the cache
+    cached, emptied = ms_per_iteration(False), ms_per_iteration(True)
+    print(f"allocate + fill 256 MiB: {cached:.3f} ms from the cache, {emptied:.3f} ms with empty_cache() "
+          f"in the loop (x{emptied / cached:.1f})")
 
 # %% [markdown]
 # ## Key points
@@ -968,9 +1189,15 @@ if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()"):
 # - float16 rounds gradients below about 3e-8 to zero; `GradScaler` scales the loss, unscales the
 #   gradients and checks them for inf/NaN (one fused op), skips steps with inf/NaN and adapts the scale. bfloat16 has
 #   float32's range and does not need it; prefer it on GPUs that run it fast (Ampere and newer).
+#   To clip: `scale(loss).backward()` → `unscale_` → `clip_grad_norm_` → `step` → `update`.
+# - Get the run right in float32 first and keep its loss curve; then switch mixed precision on and
+#   compare the numbers. A gap of a few percent is rounding; a curve that falls behind is a
+#   precision bug.
 # - Speed-ups need 16-bit hardware; memory savings show everywhere. Measure on your machine.
 # - More levers: activation checkpointing (`use_reentrant=False`, ~one extra forward), gradient
-#   accumulation (activations of a micro-batch), a smaller batch. `del` what you no longer need,
+#   accumulation (activations of a micro-batch), a smaller batch or a lower input resolution
+#   (activations grow with the pixel count), `save_on_cpu` (activations in CPU memory, paid for in
+#   PCIe traffic). `del` what you no longer need,
 #   log `.item()` values, and keep `empty_cache()` out of the loop.
 #
 # ## Further reading

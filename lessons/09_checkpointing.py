@@ -26,8 +26,9 @@
 # 3. How to prove a resume is exact, and what a resume without optimizer, scheduler or RNG state
 #    costs (measured and plotted).
 # 4. How to write checkpoints atomically, keep the last *k* plus the best, and find the latest one.
-# 5. How to load onto another device (`map_location`) and read `load_state_dict`'s missing and
-#    unexpected keys.
+# 5. How to load onto another device (`map_location`, and `assign=True` for models built on
+#    `meta`) and read `load_state_dict`'s missing and unexpected keys.
+# 6. Why library versions belong in a checkpoint.
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -55,10 +56,12 @@ import importlib
 import inspect
 import io
 import os
+import platform
 import random
 import re
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -330,8 +333,10 @@ torch.load(path, weights_only=True)
 #    does this).
 #
 # If the process dies during step 1 or 2, only a stray `.tmp` file is left, and the previous
-# checkpoint is untouched. (The unit tests prove it by SIGKILL-ing a process in the middle of writing
-# a 64 MB checkpoint.)
+# checkpoint is untouched. This notebook does not kill a process; the course's unit test
+# `test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint` (in `tests/test_checkpoint.py`)
+# does: it SIGKILLs a process in the middle of writing a 64 MB checkpoint with `atomic_save`, and
+# finds a stray temp file and the previous checkpoint intact and loadable.
 #
 # ### Exercise 1 — `save_checkpoint`
 #
@@ -463,9 +468,10 @@ print("parameters identical to the uninterrupted run (torch.equal):", identical)
 # python -m course_utils.resume_demo --resume epoch-3.pt --epochs 3 --total-epochs 6 --out final.pt
 # ```
 #
-# The course's unit tests (`tests/test_checkpoint.py`) run the same command on a shorter schedule
-# (a checkpoint after epoch 2 of 4: `--epochs 2 --total-epochs 4`) and find the final parameters
-# `torch.equal` to an uninterrupted run in the test process. This notebook does not start it: a
+# The course's unit test `test_resume_in_a_fresh_process_is_bit_exact` (in `tests/test_checkpoint.py`)
+# runs the same command on a shorter schedule (a checkpoint after epoch 2 of 4:
+# `--epochs 2 --total-epochs 4`) and finds the final parameters `torch.equal` to an uninterrupted
+# run in the test process. This notebook does not start it: a
 # second Python process that imports PyTorch costs about as much memory as this kernel's own
 # `import torch` (about 650 MB resident for the CUDA build), which
 # is more than the notebook's memory budget allows.
@@ -634,6 +640,34 @@ print(model.load_state_dict(state))
 # a big checkpoint straight onto one GPU can run that GPU out of memory, so load to `"cpu"` when in
 # doubt.
 #
+# **Large models: build on `meta`, load with `assign=True`.** Building a model allocates and
+# initialises every weight, only for the checkpoint to overwrite them. On the `meta` device a model
+# has shapes and dtypes but no data at all. Copying into such tensors is a no-op (PyTorch warns and
+# points to the fix):
+
+# %%
+with torch.device("meta"):
+    skeleton = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.BatchNorm1d(8), nn.Linear(8, 2))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    skeleton.load_state_dict(state)  # copies into tensors without data: nothing happens
+print(f"{len(caught)} warnings, the first: {caught[0].message}")
+print("after a copying load:", skeleton[0].weight.device)
+
+# %% [markdown]
+# `load_state_dict(state, assign=True)` does not copy: the loaded tensors *become* the model's
+# parameters and buffers (the parameters stay `nn.Parameter`s that require gradients). So here,
+# unlike above, `map_location` decides where the model lives, and there is only one copy of the
+# weights:
+
+# %%
+state = torch.load(workdir / "from_gpu_machine.pt", map_location=device, weights_only=True)
+skeleton.load_state_dict(state, assign=True)
+print("after assign=True:", skeleton[0].weight.device, "| a Parameter:",
+      isinstance(skeleton[0].weight, nn.Parameter), "| requires_grad:", skeleton[0].weight.requires_grad)
+print("shares the loaded tensor's memory:", skeleton[0].weight.data_ptr() == state["0.weight"].data_ptr())
+
+# %% [markdown]
 # ## 10. Reading `load_state_dict`'s missing and unexpected keys
 #
 # After a refactor, keys stop matching. Version 1 of a classifier had a `head`; version 2 renamed it
@@ -705,6 +739,16 @@ print(list(wrapped.state_dict())[:3])
 result = ClassifierV1().load_state_dict(wrapped.state_dict(), strict=False)
 print(len(result.missing_keys), "missing,", len(result.unexpected_keys), "unexpected")
 
+# %% [markdown]
+# The two ways to compile a model differ here. `compiled = torch.compile(model)` returns a new
+# object that wraps your model as `compiled._orig_mod`: its keys are `_orig_mod.features.0.weight`
+# and so on. `model.compile()` (PyTorch 2.2 and later) compiles the model's forward in place and
+# leaves the model, and its keys (`features.0.weight`, ...), as they are: the simplest way to keep
+# the prefix out of your checkpoints. With the wrapper, save `compiled._orig_mod.state_dict()`, or
+# clean the keys when loading. (Not run here: even though compilation waits for the first call,
+# the first `torch.compile` in a process loads the compiler's Python modules, which takes several
+# seconds; notebook 11 compiles for real.)
+
 
 # %% [markdown]
 # ### Exercise 4 — `clean_state_dict`
@@ -731,6 +775,57 @@ def clean_state_dict(state_dict):
 check("09.clean_state_dict", clean_state_dict)
 
 # %% [markdown]
+# ## 11. When the libraries change
+#
+# A checkpoint is read by code, and that code includes the libraries: the same file can stop
+# loading after an upgrade. A common case: a metric computed with NumPy (`np.mean(...)`) is a
+# `np.float64`, not a Python `float`, and a checkpoint that stores it stores a NumPy object:
+
+# %%
+best = np.float64(0.25)  # what np.mean(...) returns: a NumPy scalar
+torch.save({"model": model.state_dict(), "best_metric": best}, workdir / "numpy_metric.pt")
+print(sorted(torch.serialization.get_unsafe_globals_in_checkpoint(workdir / "numpy_metric.pt")))
+
+# %% [markdown]
+# Two library versions now decide whether this file loads. Before PyTorch 2.6, `torch.load(path)`
+# read it; with today's default, `weights_only=True`, the same line refuses it:
+
+# %% tags=["raises-exception"]
+torch.load(workdir / "numpy_metric.pt")  # worked before PyTorch 2.6
+
+# %% [markdown]
+# And the NumPy version is in the file too: `numpy._core` is that module's name since NumPy 2.0
+# (before, it was `numpy.core`), so a machine with NumPy 1.x cannot load this file even with
+# `weights_only=False`: it fails with `ModuleNotFoundError: No module named 'numpy._core'`, a
+# well-known error from the NumPy 2.0 transition (not run here: one kernel has one NumPy).
+#
+# Two habits. Store plain Python values (`float(best)`, `int(epoch)`). And write the versions into
+# the checkpoint, so that when a load fails or results differ, the first question ("which versions
+# wrote this?") has an answer. Here a checkpoint written on an older machine, read on this one:
+
+# %%
+def library_versions() -> dict[str, str]:
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__}
+
+
+def report_version_differences(saved: dict[str, str]) -> list[str]:
+    """Print and return one line per library whose version differs from this machine's."""
+    now = library_versions()
+    differ = [f"{name}: written with {saved[name]}, loading with {now.get(name)}"
+              for name in saved if saved[name] != now.get(name)]
+    for line in differ:
+        print("version differs ->", line)
+    return differ
+
+
+older_machine = {**library_versions(), "torch": "2.5.1", "numpy": "1.26.4"}  # as that machine wrote it
+torch.save({"model": model.state_dict(), "best_metric": float(best), "versions": older_machine},
+           workdir / "with_versions.pt")
+loaded = torch.load(workdir / "with_versions.pt", weights_only=True)  # plain values: loads fine
+differences = report_version_differences(loaded["versions"])
+assert len(differences) == 2 and loaded["best_metric"] == 0.25
+
+# %% [markdown]
 # ## Key points
 #
 # - Save `state_dict`s (named tensors), not pickled objects: a pickle references your classes by
@@ -744,8 +839,12 @@ check("09.clean_state_dict", clean_state_dict)
 #   schedule; missing RNG state gives a different, unreproducible run.
 # - Write atomically: temp file in the same folder, flush + fsync, `os.replace`. Keep the last *k*
 #   plus the best; look up the latest by parsed step number, ignoring temp files.
-# - `map_location` decides where loaded tensors go; read `load_state_dict`'s missing/unexpected keys,
-#   and strip `module.` / `_orig_mod.` prefixes from wrapped models.
+# - `map_location` decides where loaded tensors go; with a model built on `meta` and
+#   `load_state_dict(..., assign=True)` it decides where the model lives. Read `load_state_dict`'s
+#   missing/unexpected keys, and strip `module.` / `_orig_mod.` prefixes from wrapped models
+#   (`model.compile()` adds none).
+# - Libraries are part of what reads a checkpoint: store plain Python values, and record the
+#   library versions in the checkpoint.
 #
 # ## Further reading
 #
