@@ -437,7 +437,7 @@ assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sa
 #
 # `DataLoader(..., multiprocessing_context="spawn")` would show it on any machine, but a spawned
 # worker is a new Python that imports torch again before it unpickles anything, which takes
-# seconds per worker (far more than this whole cell budget on a small machine). The next cell
+# several seconds per worker on a small machine: too slow to run here. The next cell
 # runs only the step that fails: it pickles the dataset, as the loader does for every worker, and
 # unpickles it in a fresh Python process, as a spawned worker does.
 
