@@ -27,8 +27,9 @@
 #    a mismatched validation pipeline costs, measured.
 # 3. The `DataLoader` knobs: `batch_size`, `shuffle` (train only), `drop_last` (BatchNorm and
 #    the batch of one), `num_workers` (measured, with the notebook/spawn caveat), `pin_memory`.
-# 4. Batching variable-length sequences with a `collate_fn` and `pad_sequence`.
-# 5. Looking at a batch with its labels before trusting it.
+# 4. Batching variable-length sequences with a `collate_fn` and `pad_sequence`, and packing them
+#    for an RNN.
+# 5. Looking at a batch with its labels before trusting it (misaligned labels reproduced).
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -52,6 +53,9 @@ from course_utils.setup import setup
 setup()
 
 import os
+import pickle
+import subprocess
+import sys
 import time
 
 import matplotlib.pyplot as plt
@@ -60,7 +64,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 from torch import nn
-from torch.nn.utils.rnn import pad_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torchvision.transforms import v2
 
@@ -123,6 +127,14 @@ print(len(mine), mine[5][1], np.array_equal(np.asarray(mine[5][0]), np.asarray(t
 # did two things at once (convert and rescale to [0, 1]); v2 splits them: `ToImage()` converts
 # to a uint8 tensor `[C, H, W]`, `ToDtype(torch.float32, scale=True)` converts to float and
 # divides by 255. Forget `scale=True` and you get floats between 0 and 255.
+#
+# The type printed first is `Image`, not `Tensor`: `ToImage()` returns a `torchvision.tv_tensors.Image`,
+# a subclass of `torch.Tensor` with the same data, whose only job is to tell later v2 transforms
+# "this is an image". That tag matters when a sample holds several things: a flip or a crop must
+# move bounding boxes (`tv_tensors.BoundingBoxes`) and masks (`tv_tensors.Mask`) along with the
+# image, and must not rescale a mask's class ids. `Resize` is the transform that gives every image
+# the size the model expects (real datasets mix sizes; these images are all 32×32 already, so the
+# last line enlarges one to 64×64 only to show it).
 
 # %%
 def describe(t: torch.Tensor) -> str:
@@ -132,6 +144,7 @@ def describe(t: torch.Tensor) -> str:
 print("ToImage()               :", describe(v2.ToImage()(image)))
 print("+ ToDtype(scale=True)   :", describe(v2.ToDtype(torch.float32, scale=True)(v2.ToImage()(image))))
 print("+ ToDtype(scale=False)  :", describe(v2.ToDtype(torch.float32)(v2.ToImage()(image))))
+print("+ Resize((64, 64))      :", describe(v2.Resize((64, 64))(v2.ToImage()(image))))
 
 # %% [markdown]
 # ### Normalisation statistics come from the training split
@@ -180,12 +193,33 @@ print("normalised training set: per-channel mean ≈ 0:", bool(normalised.mean(d
       "| per-channel std:", normalised.std(dim=(0, 2, 3)))
 
 # %% [markdown]
+# A shortcut seen in many tutorials is `Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))`, described as
+# giving mean 0 and std 1. It does not: it computes `(x - 0.5) / 0.5`, which maps the range [0, 1]
+# to [−1, 1] whatever the images are. The mean becomes 0 and the std 1 only if the images happen
+# to have mean 0.5 and std 0.5. On these images:
+
+# %%
+half = v2.Normalize((0.5,) * 3, (0.5,) * 3)(train_float)
+print("Normalize(0.5, 0.5): per-channel mean", half.mean(dim=(0, 2, 3)), "std", half.std(dim=(0, 2, 3)))
+print("training statistics: per-channel mean", normalised.mean(dim=(0, 2, 3)), "std", normalised.std(dim=(0, 2, 3)))
+
+# %% [markdown]
+# The shortcut's means come out near 0 here only because these images' pixel means are close to
+# 0.5 (printed earlier in this section); its std is twice the pixels' std, not 1. On darker or
+# low-contrast images (X-rays, night scenes) the mean is off as well. A network copes with a
+# constant shift and scale, so this is rarely a disaster, but it is not what the shortcut claims:
+# statistics fitted on the training split give what `Normalize` is for.
+#
 # ### Pitfall: validation preprocessed differently from training
 #
 # A classic: training goes through `Normalize`, but the evaluation script (written later, by
 # someone else, or copied from another project) forgets it, or uses other statistics. Nothing
 # crashes; the accuracy is just wrong. To measure it we need a trained model: a small CNN, two
 # epochs on the normalised training tensors (notebook 06 explains every line of this loop).
+# The pipeline returns a `tv_tensors.Image`; `.as_subclass(torch.Tensor)` strips the tag once
+# preprocessing is done. Nothing after this point needs it, and a plain tensor stays plain:
+# on an `Image`, `.to(device)`, `clone()` and `detach()` return an `Image` again, and every
+# operation goes through the subclass's extra Python dispatch first.
 
 # %%
 train_tensors = TensorDataset(pipeline(as_batch(train_set)).as_subclass(torch.Tensor),
@@ -399,13 +433,30 @@ assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sa
 # 'MyDataset' on <module '__main__'>`. On Linux the default has been *fork* (the worker is a copy of
 # the kernel process), so the same notebook works there, which makes the bug appear only on a
 # colleague's Mac. Python 3.14 changed Linux's default to *forkserver*, which also starts workers
-# from a fresh process that unpickles the dataset: there the same bug appears on Linux too. The fix is to put datasets used with workers in a `.py` module and import
-# them, as `SlowDataset` is:
+# from a fresh process that unpickles the dataset: there the same bug appears on Linux too.
+#
+# `DataLoader(..., multiprocessing_context="spawn")` would show it on any machine, but a spawned
+# worker is a new Python that imports torch again before it unpickles anything, which takes
+# several seconds per worker on a small machine: too slow to run here. The next cell
+# runs only the step that fails: it pickles the dataset, as the loader does for every worker, and
+# unpickles it in a fresh Python process, as a spawned worker does.
+
+# %%
+print("start method here:", torch.multiprocessing.get_start_method())
+payload = pickle.dumps(mine)  # the object, with its class recorded as module + name
+fresh = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
+                       input=payload, capture_output=True)
+print("a fresh Python unpickling the dataset:", fresh.stderr.decode().strip().splitlines()[-1])
+assert fresh.returncode != 0
+
+# %% [markdown]
+# The fresh process has its own, empty `__main__`: the class the pickle names is not there. The
+# fix is to put datasets used with workers in a `.py` module and import them, as `SlowDataset`
+# is: a fresh process can import a module by name.
 
 # %%
 print("SlowDataset is defined in:", SlowDataset.__module__)
 print("ArrayImageDataset is defined in:", ArrayImageDataset.__module__, "(unreachable for spawned workers)")
-print("start method here:", torch.multiprocessing.get_start_method())
 
 # %% [markdown]
 # ### `pin_memory`: only for copies to a GPU
@@ -420,8 +471,11 @@ print("start method here:", torch.multiprocessing.get_start_method())
 # NBVAL_IGNORE_OUTPUT
 loader = DataLoader(train_tensors, batch_size=64, shuffle=True, pin_memory=device.type == "cuda")
 print("pin_memory:", loader.pin_memory)
-if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed"):
-    pageable = torch.randn(128, 3, 64, 64)
+if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed", expect=(
+        "for this 6 MB batch a pinned copy is typically 1.5-3x faster than a pageable one, roughly "
+        "0.2-0.5 ms against 0.5-1.5 ms per copy on a recent desktop or data-centre NVIDIA GPU over "
+        "PCIe 4 or 5 (and only pinned copies can overlap with computation).")):
+    pageable = torch.randn(128, 3, 64, 64)  # 128 x 3 x 64 x 64 float32 = 6.3 MB
     pinned = pageable.pin_memory()
 
     def copy_ms(tensor: torch.Tensor, repeats: int = 20) -> float:
@@ -432,8 +486,10 @@ if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed"):
         torch.cuda.synchronize()
         return (time.perf_counter() - start) / repeats * 1e3
 
-    copy_ms(pinned)  # warm-up
-    print(f"pageable: {copy_ms(pageable):.3f} ms per copy, pinned: {copy_ms(pinned):.3f} ms per copy")
+    copy_ms(pageable), copy_ms(pinned)  # warm-up (CUDA context, allocator)
+    pageable_ms, pinned_ms = copy_ms(pageable), copy_ms(pinned)
+    print(f"pageable: {pageable_ms:.3f} ms per copy, pinned: {pinned_ms:.3f} ms per copy "
+          f"({pageable_ms / pinned_ms:.1f}x)")
 assert loader.pin_memory == (device.type == "cuda")
 
 # %% [markdown]
@@ -488,21 +544,50 @@ check("05.pad_collate", pad_collate)
 
 # %% [markdown]
 # A `DataLoader` with `collate_fn=pad_collate` yields `(padded, lengths, labels)` batches whose
-# width is the longest sequence of *each* batch, so it changes from batch to batch. The cell uses
-# your `pad_collate` once the check above passes, and the course's own `course_utils.data.pad_collate` until then.
+# width is the longest sequence of *each* batch, so it changes from batch to batch. The cell runs
+# once your `pad_collate` passes the check above.
 
 # %%
 from itertools import islice
 
-from course_utils import data as course_data
+if check("05.pad_collate", pad_collate).passed:
+    seq_loader = DataLoader(sequences, batch_size=8, collate_fn=pad_collate)
+    for padded, lengths, labels in islice(seq_loader, 2):
+        print(f"padded {tuple(padded.shape)}  lengths {lengths.tolist()}  labels {labels.tolist()}")
+        assert padded.shape == (len(lengths), int(lengths.max()))
+else:
+    print("Finish Exercise 3 first: this cell then runs a DataLoader with your pad_collate.")
 
-collate = pad_collate if check("05.pad_collate", pad_collate).passed else course_data.pad_collate
-print("collate_fn:", "your pad_collate" if collate is pad_collate
-      else "the course's course_utils.data.pad_collate (finish Exercise 3 to use yours)")
-seq_loader = DataLoader(sequences, batch_size=8, collate_fn=collate)
-for padded, lengths, labels in islice(seq_loader, 2):
-    print(f"padded {tuple(padded.shape)}  lengths {lengths.tolist()}  labels {labels.tolist()}")
-    assert padded.shape == (len(lengths), int(lengths.max()))
+# %% [markdown]
+# ### Padding and a recurrent network: `pack_padded_sequence`
+#
+# A mask is enough for layers that look at all positions at once (pooling, attention). A recurrent
+# network reads a sequence one step at a time, so after a short sequence it goes on reading the
+# padding zeros, and its final hidden state describes "the sequence followed by zeros".
+# `pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)` tells the RNN where each
+# sequence ends, and it stops there. Four sequences through a small GRU, compared with each
+# sequence run alone:
+
+# %%
+torch.manual_seed(0)
+embed, gru = nn.Embedding(20, 8, padding_idx=0), nn.GRU(8, 16, batch_first=True)
+tokens = [t for t, _ in sequences[:4]]
+lengths = torch.tensor([len(t) for t in tokens])
+padded = pad_sequence(tokens, batch_first=True, padding_value=0)
+with torch.inference_mode():
+    alone = torch.cat([gru(embed(t[None]))[1][0] for t in tokens])  # final state, one sequence at a time
+    from_padded = gru(embed(padded))[1][0]
+    packed = pack_padded_sequence(embed(padded), lengths, batch_first=True, enforce_sorted=False)
+    from_packed = gru(packed)[1][0]
+print("lengths:                          ", lengths.tolist())
+print("final state vs alone, padded batch:", [f"{d:.3f}" for d in (from_padded - alone).abs().amax(dim=1)])
+print("final state vs alone, packed batch:", [f"{d:.3f}" for d in (from_packed - alone).abs().amax(dim=1)])
+assert torch.allclose(from_packed, alone, atol=1e-5) and not torch.allclose(from_padded, alone, atol=1e-3)
+
+# %% [markdown]
+# Only the longest sequence, which has no padding, gets its own final state from the padded batch;
+# every shorter one is off (the largest difference per sequence is printed). Packed, all four
+# match. With packing the RNN also skips the padded steps instead of computing on them.
 
 # %% [markdown]
 # ## 6. Look at a batch before you train on it
@@ -528,7 +613,35 @@ cnn.eval()
 with torch.inference_mode():
     predictions = cnn(val_images.to(device)).argmax(dim=1).cpu()
 show_images(val_images, val_labels[:16], classes=val_set.classes, predictions=predictions,
-            mean=mean.tolist(), std=std.tolist())
+            mean=mean.tolist(), std=std.tolist(),
+            title="validation images, titled prediction (label): green right, red wrong")
+plt.show()
+
+# %% [markdown]
+# ### Pitfall: labels that belong to other images
+#
+# Images and labels often live in two places (a folder of files and a CSV, two arrays) and are
+# paired by position. Drop one corrupt file from the image list but not from the label list, or
+# sort one of the two, and every label is paired with another sample's image. Nothing crashes.
+# Here the validation labels are shifted by one position, and the trained CNN is scored against
+# them:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+shifted_labels = val_labels.roll(1)  # label i now belongs to image i - 1
+all_val_images = val_tensors.tensors[0]
+aligned_acc, shifted_acc = accuracy(cnn, all_val_images, val_labels), accuracy(cnn, all_val_images, shifted_labels)
+print(f"same model, same images: labels aligned {aligned_acc:.1%}, labels shifted by one {shifted_acc:.1%}")
+assert shifted_acc < 0.3 < aligned_acc
+
+# %% [markdown]
+# The model did not change: the score fell to about chance (10 %) because the labels no longer
+# describe the images, and a model *trained* on such labels would have nothing to learn. The
+# accuracy alone does not tell you why. One look at a batch with its labels does:
+
+# %%
+show_images(all_val_images[:16], shifted_labels[:16], classes=val_set.classes, mean=mean.tolist(),
+            std=std.tolist(), title="labels shifted by one: most titles do not match their image")
 plt.show()
 
 # %% [markdown]
@@ -540,12 +653,15 @@ plt.show()
 #   v2 transforms work on a single image and on a batch tensor.
 # - Normalisation statistics are fitted on the training split, per channel, and reused unchanged
 #   for every other split; a different validation pipeline silently destroys the accuracy.
+#   `Normalize((0.5,) * 3, (0.5,) * 3)` maps [0, 1] to [−1, 1]; it does not give mean 0 and std 1.
 # - Shuffle the training loader only; `drop_last=True` on the training loader when the model has
 #   BatchNorm (a batch of one fails), never on validation.
 # - `num_workers` helps as far as there is waiting to overlap or idle cores to compute on:
 #   measure it. Datasets used with workers belong in an importable module (spawn).
 # - `pin_memory` only matters for copies to a GPU; pad variable-length sequences per batch in
-#   a `collate_fn`, and keep the lengths.
+#   a `collate_fn`, and keep the lengths (an RNN needs them: `pack_padded_sequence`).
+# - Look at a batch with its labels before training: labels paired with the wrong images bring
+#   the accuracy down to chance without any error, and are obvious in the grid.
 #
 # ## Further reading
 #

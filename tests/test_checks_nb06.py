@@ -107,6 +107,34 @@ def test_evaluate_other_right_answers() -> None:
     assert check("06.evaluate", no_grad_max).passed
 
 
+def test_running_sums_kept_as_tensors_pass() -> None:
+    """The lesson's solutions: no .item() per batch, one conversion at the end."""
+    def epoch_tensor_sum(model, loader, loss_fn, optimizer, device):
+        model.train()
+        total, count = torch.zeros((), device=device), 0
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.detach() * len(y)
+            count += len(y)
+        return total.item() / count
+
+    def evaluate_tensor_count(model, loader, device):
+        model.eval()
+        correct, count = torch.zeros((), device=device, dtype=torch.long), 0
+        with torch.inference_mode():
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                correct += (model(x).argmax(dim=1) == y).sum()
+                count += len(y)
+        return correct.item() / count
+    assert check("06.train_one_epoch", epoch_tensor_sum).passed
+    assert check("06.evaluate", evaluate_tensor_count).passed
+
+
 def test_argmax_over_dim_0_is_named_even_when_shapes_happen_to_fit() -> None:
     case = get_exercise("06.evaluate").cases[1]  # batch size 4 == 4 classes: no error, wrong count
     mistake = _mistake("06.evaluate", "argmax over the wrong dim")
