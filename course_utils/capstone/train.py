@@ -11,7 +11,7 @@ the same batches and the same steps as an uninterrupted one.
 Example:
     >>> import tempfile
     >>> from course_utils.capstone.config import Config
-    >>> summary = train(Config(epochs=1, max_batches=2, train_size=64, val_size=32,
+    >>> summary = train(Config(epochs=1, max_batches=2, train_size=64, batch_size=32, val_size=32,
     ...                        out=tempfile.mkdtemp(), tensorboard=False))  # doctest: +ELLIPSIS
     epoch 1/1: step 2, val_loss ...
     >>> summary["steps"], sorted(summary)[:3]
