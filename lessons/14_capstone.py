@@ -411,7 +411,6 @@ diagnose(model, nn.CrossEntropyLoss(), optimizer, batch)
 # ## Further reading
 #
 # - Python docs: *argparse — Parser for command-line options* and *dataclasses — Data Classes*.
-# - Python docs: *subprocess — Subprocess management*.
 # - PyTorch docs: *torch.utils.tensorboard* (`SummaryWriter`).
 # - PyTorch docs: *Saving and Loading Models* (a general checkpoint for resuming).
 # - PyTorch docs: *torch.export*; safetensors docs: *Torch API*.
