@@ -174,6 +174,21 @@ with torch.no_grad():
 # No error — just a wrong answer for every input whose mean is not positive: the traced model
 # always runs `self.big`. The `TracerWarning` above was the only hint.
 #
+# Older code then writes the traced module to a file with `torch.jit.save` and loads it with
+# `torch.jit.load`, which needs no Python class. Both are deprecated in torch 2.14 as well (their
+# `FutureWarning`s are printed below), and the file keeps the frozen branch. What replaces them is
+# `torch.export.save` / `torch.export.load` of an `ExportedProgram`, a few cells down.
+
+# %% tags=["deprecated-on-purpose"]
+with capture_messages() as captured:
+    torch.jit.save(traced, workdir / "traced.pt")
+    traced_loaded = torch.jit.load(workdir / "traced.pt")
+for message in captured.warnings:
+    print(textwrap.shorten(message, 160))
+with torch.no_grad():
+    print("loaded trace == eager on a negative input:", torch.allclose(traced_loaded(negative), gated(negative)))
+
+# %% [markdown]
 # ### `torch.export`: the current path, and it refuses to guess
 #
 # `torch.export.export(model, example_args)` traces the model into an `ExportedProgram`: a graph of
@@ -207,6 +222,7 @@ assert export_error is not None
 # %%
 class GatedCond(Gated):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The one value-dependent choice of this model, made explicit: both branches are in the graph.
         return torch.cond(x.mean() > 0, self.big, self.small, (x,))
 
 
@@ -231,10 +247,20 @@ with torch.no_grad():
         print(f"{name}: exported == eager: {torch.allclose(loaded(inputs), gated(inputs))}")
 
 # %% [markdown]
-# Where an `ExportedProgram` goes next: AOTInductor (`torch._inductor.aoti_compile_and_package`)
-# compiles it into a library you can run from C++ without Python; ExecuTorch runs it on phones and
-# microcontrollers; and `torch.onnx.export(..., dynamo=True)` — which uses `torch.export` inside —
-# converts it to ONNX, the format many inference engines read.
+# The habit behind this section: keep the structure of `forward` **predictable**. Python's freedom
+# (an `if` on a value, a loop whose length depends on the data) costs nothing in eager mode, but
+# every such choice is a place where a trace goes silently wrong and where export stops (and
+# `torch.compile` breaks its graph, notebook 11). Make the few choices the model really needs
+# explicit (`torch.cond`, `torch.where`, a `Dim` with a range), and say why in a comment, as
+# `GatedCond` does.
+#
+# Where an `ExportedProgram` can go next — pointers for further reading, none of them run in this
+# notebook: AOTInductor (`torch._inductor.aoti_compile_and_package`) compiles it into a library
+# that C++ code can load without Python (it needs a C++ compiler and a long compile, more than this
+# notebook should cost); ExecuTorch, a separate package not installed for the course, targets
+# phones and microcontrollers. The third route, `torch.onnx.export(..., dynamo=True)` — which uses
+# `torch.export` inside — converts it to ONNX, the format many inference engines read: that one is
+# run and checked in the next section.
 #
 # ## 3. ONNX export and a parity check with ONNX Runtime
 #
@@ -336,8 +362,9 @@ except Exception as error:
 # form avoids names), open the file with an `onnxruntime.InferenceSession`, run every batch in
 # `batches` (float32 NCHW tensors of different batch sizes) through ONNX Runtime and through the
 # model, and return the largest absolute difference over all batches as a Python `float`. Do not
-# change the batches. (The checker exports a small CNN and also runs your file at another batch
-# size; a check takes seconds, not milliseconds.)
+# change the batches. (The checker hands your function a small CNN in training mode and two
+# batches; then it opens the file you wrote and runs it itself, on those batches and on a third
+# batch size, against the model in eval mode. Your function exports once, so a check takes seconds.)
 
 # %%
 def onnx_parity(model: nn.Module, batches: list[torch.Tensor], path: str | Path) -> float:

@@ -14,8 +14,8 @@
 # course's habits into a small project, `course_utils/capstone/`: a typed configuration filled from
 # the command line and saved next to the outputs, a training script that writes structured logs
 # (CSV and TensorBoard), checkpoints and resumes exactly, and the serving code of notebook 12 on
-# the trained model. You run the script from here, read its logs back, and check each promise
-# with a number.
+# the trained model. You run the script's entry point from here, read its logs back, and check
+# each promise with a number.
 #
 # ## You will learn (≈ 45 min)
 #
@@ -54,8 +54,7 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import os
-import subprocess
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -63,7 +62,6 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-import course_utils
 from course_utils.capstone import config as capstone_config
 from course_utils.capstone import train as project
 from course_utils.capstone.config import Config, load_config, parse_bool, save_config
@@ -148,7 +146,7 @@ check("14.config_from_args", config_from_args)
 # back as the same dataclass:
 
 # %%
-cfg = capstone_config.config_from_args(["--epochs", "3", "--lr", "0.01"])
+cfg = capstone_config.config_from_args(["--epochs", "5", "--lr", "0.003"])
 path = save_config(cfg, workdir / "demo")
 print(path.read_text())
 print("loaded back equal:", load_config(workdir / "demo") == cfg)
@@ -158,12 +156,14 @@ print("loaded back equal:", load_config(workdir / "demo") == cfg)
 #
 # A real run that crashes after an hour in its saving code costs an hour. So before it, run
 # **every stage** on almost nothing: 1 epoch of 2 batches, a small validation set, save, load,
-# export, predict. It takes seconds, and a bug anywhere shows up now. Here it runs in this
-# process (`project.train` is the function the script calls):
+# export, predict. It takes seconds, and a bug anywhere shows up now. This is also the order in
+# which to grow a project: small data and the simple model first, scale only once every stage
+# works (section 4 takes the next step and measures it). Here it runs in this process
+# (`project.train` is the function the script calls):
 
 # %%
 smoke = workdir / "smoke"
-summary = project.train(capstone_config.config_from_args(["--epochs", "1", "--max-batches", "2", "--train-size", "64",
+summary = project.train(capstone_config.config_from_args(["--epochs", "1", "--max-batches", "2", "--train-size", "128",
                                           "--val-size", "32", "--tensorboard", "false", "--out", str(smoke)]))
 print("steps:", summary["steps"], " files:", sorted(p.name for p in smoke.iterdir()))
 reloaded = project.load_model(smoke)
@@ -247,23 +247,30 @@ def log_row(step: int, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
 check("14.log_row", log_row)
 
 # %% [markdown]
-# ## 4. The real run: the script, from the notebook
+# ## 4. The real run: the script's entry point
 #
-# The script is an ordinary module: `python -m course_utils.capstone.train --epochs 2 --out runs/a`
-# in a terminal. From a notebook, `subprocess.run` starts it as a separate process, with the same
-# Python (`sys.executable`) and a `PYTHONPATH` that finds `course_utils`; its printed lines come back.
-# A separate process is what a real run is: nothing from this notebook's memory leaks into it.
+# The script is an ordinary module; in a terminal a run is one command,
+# `python -m course_utils.capstone.train --epochs 3 --out runs/a`. Python then calls the module's
+# `main(argv)` with the words after the module name (the last two lines of `train.py`), and
+# `main` parses them into a `Config` and trains. Here we call the same `main` with the same words,
+# in this process: a second Python would import torch and its friends again (several seconds and
+# several hundred MB of memory, for the same code path). The course's own tests start it as a
+# separate process, exactly as a terminal does. First, what the command line accepts, from the
+# script's own parser:
 
 # %%
-course_root = str(Path(course_utils.__file__).resolve().parent.parent)
-env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (course_root, os.environ.get("PYTHONPATH")) if p)}
+with contextlib.suppress(SystemExit):  # --help prints the options, then ends the script with status 0
+    project.main(["--help"])
+
+# %% [markdown]
+# The defaults are the real run: 3 epochs over 3,000 training images in batches of 64, Adam with a
+# one-cycle schedule peaking at 0.01 (notebook 06: without the warm-up, this CNN sits at chance for
+# its first epoch), validated on 256 images after every epoch.
+
+# %%
 full = workdir / "full"
-result = subprocess.run([sys.executable, "-m", "course_utils.capstone.train", "--epochs", "2", "--out", str(full)],
-                        cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-print(result.stdout)
-if result.returncode != 0:
-    print(result.stderr[-2000:])
-print("exit status:", result.returncode, " files:", sorted(p.name for p in full.iterdir()))
+status = project.main(["--out", str(full)])
+print("exit status:", status, " files:", sorted(p.name for p in full.iterdir()))
 
 # %% [markdown]
 # Read the logs back. The CSV is for you and your plots; the TensorBoard event file holds the same
@@ -280,6 +287,18 @@ print("memory recorded at every step:", all(row["memory_mb"] > 0 for row in step
 for row in read_csv_log(full / "epochs.csv"):
     print(f"epoch {row['epoch']:.0f}: val_loss {row['val_loss']:.3f}, val_acc {row['val_acc']:.3f}")
 
+# %% [markdown]
+# The path this project took, in numbers: the smoke test of section 2, then the same code on the
+# real amount of data. Each configuration sits in its run's `config.json`, so the comparison needs
+# nothing but the two folders:
+
+# %%
+for name, folder in [("smoke test", smoke), ("full run", full)]:
+    run_cfg, last = load_config(folder), read_csv_log(folder / "epochs.csv")[-1]
+    print(f"{name:10}: {run_cfg.train_size:4} training images, {last['step']:3.0f} steps, "
+          f"val_acc {last['val_acc']:.3f}")
+assert last["val_acc"] > 0.8, "the default run should learn the shapes"
+
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(15, 3))
 step = [row["step"] for row in steps]
@@ -292,47 +311,53 @@ axes[3].set_yscale("log")
 axes[3].legend()
 fig.tight_layout()
 plt.show()
+ratio = [row["update_ratio"] for row in steps]
+print(f"update/weight ratio: step 1 {ratio[0]:.0e}, largest {max(ratio):.0e} (step {ratio.index(max(ratio)) + 1}), "
+      f"last {ratio[-1]:.0e}")
 
 # %% [markdown]
-# Adam's first steps move the small, freshly initialised weights by several percent each (the
-# ratio far above 1e-3); the ratio then falls as the weights grow and the cosine schedule brings
-# the rate, and with it the ratio, down to zero at the end.
+# The ratio follows the learning rate (the numbers above): already above 1e-3 at the first step,
+# while the one-cycle schedule warms up (Adam's first steps are about `lr` per weight, whatever the
+# gradient's size), largest near the schedule's peak (30 % of the run), then down by orders of
+# magnitude as the rate is annealed towards zero. A short, deliberately aggressive schedule on a
+# tiny model; in a long run, a ratio that stayed that far above 1e-3 would be the sign to lower
+# the rate.
 #
 # ## 5. Resume: the run continues exactly
 #
 # `checkpoint.pt` is written after every epoch with everything the next step depends on: model,
 # optimizer (Adam's moment estimates), scheduler, epoch and step counters. The shuffle of every
 # epoch comes from its own generator, seeded with `seed + epoch`, so a resumed run draws the same
-# batches. Test it: the same run stopped after epoch 1 (`--stop-after 1`, as if the machine went
-# down), then resumed with `--resume true`, must log the same losses as the uninterrupted one.
+# batches. Test it on a short run (2 epochs of 512 images, to keep it quick): uninterrupted once;
+# then the same run stopped after epoch 1 (`--stop-after 1`, as if the machine went down) and
+# resumed with `--resume true`. The two must log the same losses.
 
 # %%
-resumed = workdir / "resumed"
-base = ["--epochs", "2", "--out", str(resumed)]
-project.train(capstone_config.config_from_args(base + ["--stop-after", "1"]))
-project.train(capstone_config.config_from_args(base + ["--resume", "true"]))
-again = read_csv_log(resumed / "steps.csv")
-print("steps logged:", len(again), "of", len(steps))
+short = ["--epochs", "2", "--train-size", "512", "--tensorboard", "false"]
+reference, resumed, naive = workdir / "reference", workdir / "resumed", workdir / "naive"
+project.main(short + ["--out", str(reference)])
+project.main(short + ["--out", str(resumed), "--stop-after", "1"])
+shutil.copytree(resumed, naive)  # the same interrupted run, kept for the mistake below
+project.main(short + ["--out", str(resumed), "--resume", "true"])
+uninterrupted, again = read_csv_log(reference / "steps.csv"), read_csv_log(resumed / "steps.csv")
+print("steps logged:", len(again), "of", len(uninterrupted))
 print("largest loss difference to the uninterrupted run:",
-      max(abs(a["loss"] - b["loss"]) for a, b in zip(again, steps)))
+      max(abs(a["loss"] - b["loss"]) for a, b in zip(again, uninterrupted)))
 
 # %% [markdown]
 # Resuming only the model's weights is the classic mistake: the optimizer restarts with empty
-# moment estimates and the scheduler from its first rate, and the curve jumps. Reproduce it:
+# moment estimates (and, without the scheduler's state, the schedule from its first rate), and
+# the curve jumps. Reproduce the first half on the copy of the interrupted run:
 
 # %%
-state = torch.load(resumed / "checkpoint.pt", weights_only=True)
-print("the checkpoint holds:", sorted(state))
-naive = workdir / "naive"
-project.train(capstone_config.config_from_args(["--epochs", "2", "--out", str(naive), "--stop-after", "1"]))
 checkpoint = torch.load(naive / "checkpoint.pt", weights_only=True)
-fresh_optimizer = torch.optim.Adam(project.build_model().parameters(), lr=Config().lr)
-checkpoint["optimizer"] = fresh_optimizer.state_dict()           # the optimizer's state is lost
+print("the checkpoint holds:", sorted(checkpoint))
+checkpoint["optimizer"]["state"] = {}  # Adam's moment estimates lost, as in a fresh optimizer
 torch.save(checkpoint, naive / "checkpoint.pt")
-project.train(capstone_config.config_from_args(["--epochs", "2", "--out", str(naive), "--resume", "true"]))
+project.main(short + ["--out", str(naive), "--resume", "true"])
 broken = read_csv_log(naive / "steps.csv")
 print("largest loss difference, optimizer state not restored:",
-      round(max(abs(a["loss"] - b["loss"]) for a, b in zip(broken, steps)), 3))
+      round(max(abs(a["loss"] - b["loss"]) for a, b in zip(broken, uninterrupted)), 3))
 
 # %% [markdown]
 # ## 6. Serving the trained model
@@ -350,10 +375,12 @@ accuracy = sum(name == CLASSES[label] for name, label in zip(names, test_labels)
 print("first 6 predictions:", names[:6])
 print("true classes:       ", [CLASSES[label] for label in test_labels[:6]])
 print(f"test accuracy {accuracy:.3f} (chance {1 / len(CLASSES):.2f}); probabilities {tuple(probs.shape)}")
+assert accuracy > 0.8
 
 # %% [markdown]
-# Two epochs on 1,024 images is a short run (better than chance, far from done); the point of the project is that a longer one is one
-# command away (`--epochs 20 --train-size 3000`), logged, resumable and servable the same way.
+# On test images it never saw, the served model is right more than 8 times in 10 (the accuracy
+# above, against 1 in 10 by chance), after a run of seconds. The next step up is one command away
+# (`--epochs 10`, then a bigger model), logged, resumable and servable the same way.
 #
 # ## 7. The training doctor on your step
 #
@@ -384,7 +411,6 @@ diagnose(model, nn.CrossEntropyLoss(), optimizer, batch)
 # ## Further reading
 #
 # - Python docs: *argparse — Parser for command-line options* and *dataclasses — Data Classes*.
-# - Python docs: *subprocess — Subprocess management*.
 # - PyTorch docs: *torch.utils.tensorboard* (`SummaryWriter`).
 # - PyTorch docs: *Saving and Loading Models* (a general checkpoint for resuming).
 # - PyTorch docs: *torch.export*; safetensors docs: *Torch API*.

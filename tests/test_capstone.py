@@ -16,7 +16,7 @@ from course_utils.capstone import train as project
 from course_utils.capstone.config import Config, config_from_args, load_config, parse_bool, save_config
 from course_utils.training import read_csv_log, read_tensorboard_log
 
-TINY = ["--epochs", "2", "--max-batches", "3", "--train-size", "64", "--val-size", "32"]
+TINY = ["--epochs", "2", "--max-batches", "3", "--train-size", "64", "--val-size", "32", "--batch-size", "16"]
 
 
 def test_config_types_defaults_and_errors(tmp_path: Path, capsys) -> None:
@@ -70,6 +70,16 @@ def test_logs_resume_identically_and_serve(tmp_path: Path) -> None:
     labels, probs = project.predict(project.load_model(full), [img for img in project.make_shapes(3)[0]])
     assert len(labels) == 3 and probs.shape == (3, 10)
     assert torch.allclose(probs.sum(1), torch.ones(3))
+
+
+def test_resume_needs_the_same_schedule(tmp_path: Path) -> None:
+    """The one-cycle schedule is planned for the run's length: a resume that changes it is refused."""
+    base = TINY + ["--out", str(tmp_path), "--tensorboard", "false"]
+    project.train(config_from_args(base + ["--stop-after", "1"]))
+    with pytest.raises(ValueError, match="same --epochs"):
+        project.train(config_from_args(base + ["--resume", "true", "--epochs", "3"]))
+    project.train(config_from_args(base + ["--resume", "true"]))
+    assert len(read_csv_log(tmp_path / "steps.csv")) == 6
 
 
 def test_script_runs_as_a_module(tmp_path: Path) -> None:

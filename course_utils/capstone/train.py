@@ -11,7 +11,7 @@ the same batches and the same steps as an uninterrupted one.
 Example:
     >>> import tempfile
     >>> from course_utils.capstone.config import Config
-    >>> summary = train(Config(epochs=1, max_batches=2, train_size=64, val_size=32,
+    >>> summary = train(Config(epochs=1, max_batches=2, train_size=64, batch_size=32, val_size=32,
     ...                        out=tempfile.mkdtemp(), tensorboard=False))  # doctest: +ELLIPSIS
     epoch 1/1: step 2, val_loss ...
     >>> summary["steps"], sorted(summary)[:3]
@@ -127,7 +127,8 @@ def train(cfg: Config) -> dict[str, Any]:
         per_epoch = math.ceil(cfg.train_size / cfg.batch_size)
         if cfg.max_batches:
             per_epoch = min(per_epoch, cfg.max_batches)
-        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.epochs * per_epoch)
+        # warm up, then anneal (notebook 6): at its full rate from the first step, Adam stalls this CNN
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=cfg.lr, total_steps=cfg.epochs * per_epoch)
         start_epoch, step = 1, 0
         checkpoint = out / "checkpoint.pt"
         if cfg.resume and checkpoint.exists():
@@ -136,7 +137,10 @@ def train(cfg: Config) -> dict[str, Any]:
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
             start_epoch, step = state["epoch"] + 1, state["step"]
-            scheduler.T_max = cfg.epochs * per_epoch  # the resumed run may be told to go further
+            if scheduler.total_steps != cfg.epochs * per_epoch:
+                raise ValueError(f"expected the interrupted run's length ({scheduler.total_steps} steps: its "
+                                 f"one-cycle schedule is planned for them), found {cfg.epochs * per_epoch}; "
+                                 f"resume with the same --epochs, --train-size, --batch-size, --max-batches")
         else:
             for name in ("steps.csv", "epochs.csv"):
                 (out / name).unlink(missing_ok=True)
