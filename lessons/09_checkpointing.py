@@ -747,7 +747,7 @@ print(len(result.missing_keys), "missing,", len(result.unexpected_keys), "unexpe
 # the prefix out of your checkpoints. With the wrapper, save `compiled._orig_mod.state_dict()`, or
 # clean the keys when loading. (Not run here: even though compilation waits for the first call,
 # the first `torch.compile` in a process loads the compiler's Python modules, which takes several
-# seconds; notebook 11 compiles for real.)
+# seconds; notebook 11, which loads them anyway, prints both sets of keys.)
 
 
 # %% [markdown]

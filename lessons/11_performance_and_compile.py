@@ -558,6 +558,22 @@ for p_eager, p_compiled in zip(eager_net.parameters(), compiled_net.parameters()
 print("after", 1 + 3 + 100, "steps each: compiled and eager weights agree")
 
 # %% [markdown]
+# The two ways of compiling a model differ when you save it. `torch.compile(model)` returns a
+# wrapper that keeps your model as `._orig_mod`, so every `state_dict` key gains the prefix
+# `_orig_mod.` (notebook 09 shows the load error that follows and how to strip it);
+# `model.compile()` compiles in place and keeps the keys. Neither compiles anything yet: that
+# happens at the first call.
+
+# %%
+wrapped = torch.compile(make_small_mlp(device))
+in_place = make_small_mlp(device)
+in_place.compile()
+print("torch.compile(model) keys:", list(wrapped.state_dict())[:2])
+print("model.compile() keys:     ", list(in_place.state_dict())[:2])
+assert all(key.startswith("_orig_mod.") for key in wrapped.state_dict())
+assert list(in_place.state_dict()) == list(make_small_mlp(device).state_dict())
+
+# %% [markdown]
 # The last cell is the first check to make after compiling a step: the compiled model learns the
 # same thing (up to rounding, since fused kernels may add in a different order).
 #
