@@ -163,7 +163,7 @@ def overlap_events(rank: int, world_size: int) -> list[str]:
     for p in model.module.parameters():
         p.register_post_accumulate_grad_hook(lambda p: events.append(f"gradient ready: {names[id(p)]}"))
 
-    def noting_hook(state, bucket):  # no annotations: DDP checks them, and they are strings here
+    def noting_hook(state, bucket):  # DDP calls this when a bucket's gradients are all ready
         events.append("all-reduce launched: " + ", ".join(names[id(p)] for p in bucket.parameters()))
         return default_hooks.allreduce_hook(state, bucket)
 
@@ -212,6 +212,27 @@ def pipeline_gradients(rank: int, world_size: int) -> dict[str, Any]:
         dist.send(hidden.grad, dst=0)
     return {"param_bytes": sum(p.numel() * p.element_size() for p in stage.parameters()),
             "grads": [p.grad.clone() for p in stage.parameters()]}
+
+
+def fsdp_gradients(rank: int, world_size: int) -> dict[str, Any]:
+    """FSDP2 (``fully_shard``) on ``make_model()``: each rank stores only its shard of every parameter.
+
+    Returns the bytes of parameters this rank stores, and the full gradients (gathered from the
+    shards) after one backward on this rank's shard of the batch. Not part of the notebook's
+    launch: the first ``fully_shard`` call imports the compiler stack (seconds per process).
+    """
+    from torch.distributed.fsdp import fully_shard
+
+    model = make_model()
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)  # each layer's parameters are gathered just before it runs
+    fully_shard(model)
+    stored = sum(p.to_local().numel() * p.element_size() for p in model.parameters())
+    x, y = make_batch()
+    mine = torch.arange(rank, len(x), world_size)
+    F.mse_loss(model(x[mine]), y[mine]).backward()  # gradients are reduce-scattered to the shards
+    return {"param_bytes": stored, "grads": [p.grad.full_tensor() for p in model.parameters()]}
 
 
 def sync_batchnorm_on_cpu(rank: int, world_size: int) -> str:

@@ -89,6 +89,19 @@ def _check_lesson_extras(results: list[dict], big: list[torch.Tensor]) -> None:
                for r in results)
 
 
+def test_fsdp_stores_a_shard_per_rank_and_keeps_the_big_batch_gradients() -> None:
+    results = d.launch(d.fsdp_gradients, world_size=2)
+    model = d.make_model()
+    x, y = d.make_batch()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    full = sum(p.numel() * p.element_size() for p in model.parameters())
+    stored = [r["param_bytes"] for r in results]
+    assert sum(stored) == full and max(stored) < full, (stored, full)  # DDP stores `full` on every rank
+    for result in results:
+        assert all(torch.allclose(g, p.grad, atol=1e-6) for g, p in zip(result["grads"], model.parameters()))
+    assert not _workers_left()
+
+
 def _owner(folder: Path, pid: int, host: str, until: float) -> Path:
     folder.mkdir()
     (folder / d.OWNER_FILE).write_text(json.dumps({"pid": pid, "host": host, "until": until}))
