@@ -282,8 +282,8 @@ for mode in (False, True):
     torch.use_deterministic_algorithms(mode)
     start = time.perf_counter()
     sums = {torch.zeros(1).index_put_((slot,), values, accumulate=True).item() for _ in range(5)}
-    print(f"deterministic={mode}: {len(sums)} distinct sum(s) in 5 runs, "
-          f"{(time.perf_counter() - start) / 5 * 1e3:.0f} ms per run")
+    print(f"deterministic={mode}: {len(sums)} distinct sum(s) in 5 runs, from {min(sums):.7g} to "
+          f"{max(sums):.7g}, {(time.perf_counter() - start) / 5 * 1e3:.0f} ms per run")
 torch.use_deterministic_algorithms(False)
 torch.set_num_threads(1)
 assert len(sums) == 1   # deterministic mode: the same sum every time
@@ -913,6 +913,26 @@ report = diagnose(tagger, nn.CrossEntropyLoss(), optimizer, (tokens, tags), trai
 print(report.codes or "no findings", "| ok:", report.ok)
 
 # %% [markdown]
+# ### What one batch cannot show: labels shuffled relative to the inputs
+#
+# The last row of the table above, reproduced: a dataset whose labels were shuffled separately from
+# its inputs (a sort applied to one list and not the other, a bad join), so most pairs no longer
+# belong together. The program is otherwise correct:
+
+# %%
+misaligned = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))]
+print(f"pairs still correct: {(misaligned == labels).float().mean().item():.0%}")
+model = make_model()
+report = diagnose(model, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2),
+                  (features, misaligned), train_step)
+print(report.codes or "no findings", "| ok:", report.ok,
+      f"| one-batch loss {report.measurements['overfit_losses'][0]:.3f} -> {report.measurements['overfit_losses'][-1]:.3f}")
+
+# %% [markdown]
+# No findings: a network memorises 16 samples whatever their labels are, so the one-batch test
+# passes. Such a model learns nothing that carries over to new data; only looking at samples with
+# their labels (notebook 05), or a validation accuracy stuck at chance, reveals it.
+#
 # The doctor cannot replace thinking: it sees one batch and one step. But it runs in a second, so run
 # it on every new training script before the long run, and again whenever the loss curve looks
 # wrong. `Report.findings` is a list of `Finding(code, severity, message)` and `Report.codes` a set,

@@ -239,8 +239,9 @@ print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
 #   forever.
 #
 # `launch` starts the processes, waits (with its own deadline), gathers what each worker returned
-# and stops every process it started. One launch runs the whole lesson: the gradient step above,
-# then a short training run (next section). The cell prints how this kernel started them.
+# and stops every process it started. One launch runs everything the workers of this notebook do
+# (`ddp_lab.lesson_worker`): the gradient step above, a short training run (section 5) and the
+# experiments of section 7. The cell prints how this kernel started them.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -500,8 +501,8 @@ print("stage gradients == big-batch gradients:",
       all(torch.allclose(a, b, atol=1e-6) for a, b in zip(pipeline, big_batch)))
 
 # %% [markdown]
-# Each rank stores only its layers, and together they compute exactly the single-process
-# gradients. The price: rank 1 waits while rank 0 computes, and the other way round in the backward
+# Each rank stores only its layers, and together they compute the single-process gradients
+# (to 1e-6). The price: rank 1 waits while rank 0 computes, and the other way round in the backward
 # pass. *Pipeline parallelism* (`torch.distributed.pipelining`) feeds micro-batches through the
 # stages so that both work at once.
 #
