@@ -50,6 +50,7 @@ info = setup(seed=0)
 
 # %%
 import inspect
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -337,6 +338,14 @@ print(plain.load_state_dict(state["model"]))
 print("files in the work folder:", sorted(p.name for p in workdir.iterdir()))
 final = torch.cat([p.detach().flatten() for p in plain.parameters()])
 print("loaded weights == final DDP weights:", torch.equal(final, results[0]["final_params"]))
+
+# %% [markdown]
+# The checkpoint has served its purpose. Remove this notebook's work folder, so that running the
+# notebook again and again leaves nothing behind:
+
+# %%
+shutil.rmtree(workdir)
+print("work folder removed:", not workdir.exists())
 
 
 # %% [markdown]
