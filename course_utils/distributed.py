@@ -3,7 +3,8 @@
 :func:`launch` starts ``world_size`` worker processes, collects what each worker returns, and
 always cleans up: a worker that raises gives a :class:`WorkerFailed` naming the rank and
 its error, a job that runs past ``timeout_s`` is killed and gives ``TimeoutError``, and
-no process is left behind either way.
+no process is left behind either way. Its temporary folder goes when it returns; the folder of a
+launch whose kernel was killed mid-way goes at the next launch (:func:`clean_stale_folders`).
 
 How the processes start (:func:`default_start_method`): on Linux with *fork*, a copy of the
 calling process that shares its memory and its already imported torch, so two workers cost
@@ -40,9 +41,11 @@ Example (``launch`` itself starts processes, which takes seconds; see tests/test
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -53,9 +56,14 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+#: Every launch works in a fresh temporary folder with this prefix, holding OWNER_FILE.
+FOLDER_PREFIX = "course-ddp-"
+OWNER_FILE = "launcher.json"
 
 #: Environment every worker gets before the process group starts (loopback only).
 LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
@@ -142,10 +150,110 @@ def local_addresses() -> list[str]:
     return sorted({c.laddr.ip for c in psutil.Process().net_connections(kind="inet") if c.laddr})
 
 
+def overlap_events(rank: int, world_size: int) -> list[str]:
+    """The order of events in a DDP backward: gradients ready, bucket all-reduces launched.
+
+    ``bucket_cap_mb`` is tiny so that every parameter gets its own bucket; a comm hook (which
+    DDP calls when a bucket is ready) notes the bucket, then runs the usual averaging all-reduce.
+    Returns the events of the second backward (the first one uses a single bucket).
+    """
+    model = DDP(make_model(), bucket_cap_mb=1e-6)
+    names = {id(p): name for name, p in model.module.named_parameters()}
+    events: list[str] = []
+    for p in model.module.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: events.append(f"gradient ready: {names[id(p)]}"))
+
+    def noting_hook(state, bucket):  # DDP calls this when a bucket's gradients are all ready
+        events.append("all-reduce launched: " + ", ".join(names[id(p)] for p in bucket.parameters()))
+        return default_hooks.allreduce_hook(state, bucket)
+
+    model.register_comm_hook(None, noting_hook)
+    x, y = make_batch()
+    mine = torch.arange(rank, len(x), world_size)
+    for _ in range(2):  # DDP puts everything in one bucket for the first backward, then rebuilds
+        events.clear()  # the buckets in the order the gradients arrived: the second one is typical
+        model.zero_grad()
+        F.mse_loss(model(x[mine]), y[mine]).backward()
+    return events
+
+
+def no_sync_gradients(rank: int, world_size: int) -> dict[str, list[torch.Tensor]]:
+    """Gradient accumulation over 2 micro-batches, the first one inside ``no_sync()``."""
+    model = DDP(make_model())
+    x, y = make_batch()
+    mine = torch.arange(rank, len(x), world_size)
+    first, second = mine[: len(mine) // 2], mine[len(mine) // 2:]
+    with model.no_sync():  # backward accumulates locally, no all-reduce
+        (F.mse_loss(model(x[first]), y[first]) / 2).backward()
+    inside = [p.grad.clone() for p in model.parameters()]
+    (F.mse_loss(model(x[second]), y[second]) / 2).backward()  # this backward all-reduces
+    return {"inside_no_sync": inside, "after_sync": [p.grad.clone() for p in model.parameters()]}
+
+
+def pipeline_gradients(rank: int, world_size: int) -> dict[str, Any]:
+    """Model parallelism: rank 0 holds layers 0-1 of ``make_model()``, rank 1 holds layer 2.
+
+    Activations travel forward from rank 0 to rank 1, the gradient of those activations travels
+    back; each rank stores and updates only its own layers. (Needs ``world_size == 2``.)
+    """
+    stage = make_model()[:2] if rank == 0 else make_model()[2:]  # same weights, one part each
+    x, y = make_batch()
+    if rank == 0:
+        hidden = stage(x)
+        dist.send(hidden.detach(), dst=1)        # forward: activations to the next stage
+        grad_hidden = torch.empty_like(hidden)
+        dist.recv(grad_hidden, src=1)            # backward: d loss / d activations comes back
+        hidden.backward(grad_hidden)
+    else:
+        hidden = torch.empty(len(x), stage[0].in_features)
+        dist.recv(hidden, src=0)
+        hidden.requires_grad_(True)
+        F.mse_loss(stage(hidden), y).backward()
+        dist.send(hidden.grad, dst=0)
+    return {"param_bytes": sum(p.numel() * p.element_size() for p in stage.parameters()),
+            "grads": [p.grad.clone() for p in stage.parameters()]}
+
+
+def fsdp_gradients(rank: int, world_size: int) -> dict[str, Any]:
+    """FSDP2 (``fully_shard``) on ``make_model()``: each rank stores only its shard of every parameter.
+
+    Returns the bytes of parameters this rank stores, and the full gradients (gathered from the
+    shards) after one backward on this rank's shard of the batch. Not part of the notebook's
+    launch: the first ``fully_shard`` call imports the compiler stack (seconds per process).
+    """
+    from torch.distributed.fsdp import fully_shard
+
+    model = make_model()
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)  # each layer's parameters are gathered just before it runs
+    fully_shard(model)
+    stored = sum(p.to_local().numel() * p.element_size() for p in model.parameters())
+    x, y = make_batch()
+    mine = torch.arange(rank, len(x), world_size)
+    F.mse_loss(model(x[mine]), y[mine]).backward()  # gradients are reduce-scattered to the shards
+    return {"param_bytes": stored, "grads": [p.grad.full_tensor() for p in model.parameters()]}
+
+
+def sync_batchnorm_on_cpu(rank: int, world_size: int) -> str:
+    """Wrap a model with SyncBatchNorm in DDP on CPU; returns the error text (or "ran")."""
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8)))
+    try:
+        DDP(model)(make_batch()[0])
+    except ValueError as error:
+        return f"{type(error).__name__}: {error}"
+    return "ran"
+
+
 def lesson_worker(rank: int, world_size: int, checkpoint: str) -> dict[str, Any]:
     """Notebook 13 in one launch (starting processes is the slow part)."""
     result = {"rank": rank, "grads": ddp_gradients(rank, world_size),
+              "overlap_events": overlap_events(rank, world_size),
+              **no_sync_gradients(rank, world_size),
+              "sync_batchnorm": sync_batchnorm_on_cpu(rank, world_size),
               **ddp_train(rank, world_size, checkpoint)}
+    if world_size == 2:
+        result["pipeline"] = pipeline_gradients(rank, world_size)
     return result | {"local_addresses": local_addresses()}
 
 
@@ -239,7 +347,10 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
                          f"{worker.__qualname__!r} from {worker.__module__!r}: a spawned process (the "
                          f"start method on macOS and Windows) cannot import a function defined in a "
                          f"notebook. Put it in a module.")
-    folder = tempfile.mkdtemp(prefix="course-ddp-")
+    clean_stale_folders()  # left by launches whose kernel was killed (a restart) before it could clean up
+    folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
+    owner = {"pid": os.getpid(), "host": socket.gethostname(), "until": time.time() + timeout_s + 60}
+    (Path(folder) / OWNER_FILE).write_text(json.dumps(owner))
     context = mp.start_processes(_entry, args=(worker, world_size, folder, kwargs, timeout_s),
                                  nprocs=world_size, join=False, start_method=start_method)
     deadline = time.monotonic() + timeout_s
@@ -266,6 +377,45 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
         loaded = [torch.load(p, weights_only=True) if p.exists() else None for p in results]
         shutil.rmtree(folder, ignore_errors=True)
     return loaded
+
+
+def clean_stale_folders(root: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove the work folders of earlier launches that can no longer clean up after themselves.
+
+    ``launch`` works in a ``course-ddp-*`` folder under ``root`` (default: the system's temporary
+    folder) and removes it when it returns. A kernel killed during a launch (a restart) never gets
+    there, so each launch first calls this. A folder is removed only when it holds ``launch``'s
+    owner file and either the launching process is gone (same machine) or the launch's own
+    deadline has passed (so a folder of another machine sharing the folder goes too, but only once
+    its launch must be over). Anything else is left alone. Returns the names of removed folders.
+
+    Example:
+        >>> import tempfile
+        >>> root = tempfile.mkdtemp()
+        >>> dead = Path(root, FOLDER_PREFIX + "old")
+        >>> dead.mkdir()
+        >>> _ = (dead / OWNER_FILE).write_text('{"pid": -1, "host": "", "until": 0}')
+        >>> Path(root, FOLDER_PREFIX + "not-ours").mkdir()
+        >>> clean_stale_folders(root)
+        ['course-ddp-old']
+        >>> sorted(p.name for p in Path(root).iterdir())
+        ['course-ddp-not-ours']
+    """
+    import psutil
+
+    removed = []
+    for folder in sorted(Path(root or tempfile.gettempdir()).glob(FOLDER_PREFIX + "*")):
+        try:
+            owner = json.loads((folder / OWNER_FILE).read_text())
+            pid, host, until = int(owner["pid"]), str(owner["host"]), float(owner["until"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a launch folder, or one still being created: not ours to judge
+        launcher_gone = host == socket.gethostname() and not psutil.pid_exists(pid)
+        if launcher_gone or time.time() > until:
+            shutil.rmtree(folder, ignore_errors=True)
+            if not folder.exists():
+                removed.append(folder.name)
+    return removed
 
 
 def _stop(context: mp.ProcessContext) -> None:

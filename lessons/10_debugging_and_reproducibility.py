@@ -53,6 +53,7 @@ _ = setup()
 import math
 import random
 import sys
+import time
 import warnings
 
 import matplotlib.pyplot as plt
@@ -207,24 +208,48 @@ print("distinct jitters:", len({j for _, _, j in first}), "of", len(first))
 # ### `torch.use_deterministic_algorithms`
 #
 # Seeds fix the random numbers. Some operations are non-deterministic even with identical inputs:
-# mostly GPU kernels that add with atomic operations (e.g. `index_add_`, `scatter_add_`, some
-# backward passes), whose order changes from run to run; cuDNN may also pick different convolution
-# algorithms (`torch.backends.cudnn.benchmark = True` times them and keeps the fastest).
+# mostly kernels that add with atomic operations from many threads at once (on GPUs `index_add_`,
+# `scatter_add_`, some backward passes; on CPUs a few, such as `index_put_(..., accumulate=True)`),
+# whose order of additions changes from run to run.
 # `torch.use_deterministic_algorithms(True)` makes PyTorch use deterministic implementations where
-# they exist and **raise** where none exists, instead of silently differing. On CUDA it also needs
-# the environment variable `CUBLAS_WORKSPACE_CONFIG=:4096:8` (set before the first CUDA call). For a
-# repeatable GPU run, also keep `torch.backends.cudnn.benchmark = False` (the default): with `True`,
-# cuDNN picks its convolution algorithms by timing them, and the pick can change from run to run.
-# The cost is speed, so the usual advice holds: fix seeds while developing, and report the mean of
-# several runs rather than trusting one.
+# they exist and **raise** where none exists, instead of silently differing. For a repeatable GPU
+# run, also keep `torch.backends.cudnn.benchmark = False` (the default): with `True`, cuDNN times
+# several convolution algorithms on the first call and keeps the fastest, and which one wins can
+# change from run to run with the timings (a GPU-only effect, not shown here). Older guides also
+# set `CUBLAS_WORKSPACE_CONFIG=:4096:8`: older PyTorch versions raised an error on CUDA matrix
+# products in deterministic mode without it; torch 2.14 no longer asks for it (its
+# `use_deterministic_algorithms` documentation lists no such requirement), and setting it does no
+# harm. The price of all this is speed, so the usual advice holds: fix seeds while developing, and
+# report the mean of several runs rather than trusting one.
 #
-# Two effects are visible even on a CPU. Uninitialised memory is filled with NaN, so code that
+# Three effects are visible even on a CPU. Uninitialised memory is filled with NaN, so code that
 # reads it by mistake fails the same way every time:
 
 # %%
 torch.use_deterministic_algorithms(True)
 print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
 print("torch.empty(4):", torch.empty(4))
+
+# %% [markdown]
+# That fill is a cost you can measure: `torch.empty` normally only reserves memory, and in
+# deterministic mode it must also write every element (the mode is still on; the cell switches it
+# off for one measurement and back on):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def time_empty(n: int = 4_000_000, repeats: int = 3) -> float:
+    start = time.perf_counter()
+    for _ in range(repeats):
+        torch.empty(n)
+    return (time.perf_counter() - start) / repeats
+
+
+filled = time_empty()
+torch.use_deterministic_algorithms(False)
+plain = time_empty()
+torch.use_deterministic_algorithms(True)
+print(f"torch.empty(4_000_000): {plain * 1e3:.2f} ms normally, {filled * 1e3:.2f} ms in deterministic mode")
+assert filled > plain and torch.are_deterministic_algorithms_enabled()
 
 # %% [markdown]
 # And an operation without a deterministic implementation raises. `put_` writes values at flat
@@ -235,16 +260,48 @@ torch.zeros(3).put_(torch.tensor([1, 1]), torch.tensor([10.0, 20.0]))
 
 # %% [markdown]
 # `warn_only=True` turns such errors into warnings. Switch the mode off again for the rest of the
-# notebook. On a GPU machine the cell after the next one also shows an atomic-add sum that changes
-# from run to run, and the same sum in deterministic mode.
+# notebook:
 
 # %%
 torch.use_deterministic_algorithms(False)
 print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
 
+# %% [markdown]
+# The third effect is the one the mode exists for: a sum that changes from run to run. Two threads
+# add 2 million numbers into one slot with `index_put_(..., accumulate=True)`, each thread adding
+# its half with atomic additions, so the additions interleave in a different order every run. Five
+# runs without and with deterministic mode (on a machine with a single core the threads rarely
+# interleave, and the first line may show one sum):
+
 # %%
 # NBVAL_IGNORE_OUTPUT
-if skip_unless_gpu("index_add_ with float atomics gives run-to-run differences on CUDA"):
+values = torch.randn(2_000_000, generator=torch.Generator().manual_seed(0))
+slot = torch.zeros(2_000_000, dtype=torch.long)   # every value goes to slot 0
+torch.set_num_threads(2)
+for mode in (False, True):
+    torch.use_deterministic_algorithms(mode)
+    start = time.perf_counter()
+    sums = {torch.zeros(1).index_put_((slot,), values, accumulate=True).item() for _ in range(5)}
+    print(f"deterministic={mode}: {len(sums)} distinct sum(s) in 5 runs, from {min(sums):.7g} to "
+          f"{max(sums):.7g}, {(time.perf_counter() - start) / 5 * 1e3:.0f} ms per run")
+torch.use_deterministic_algorithms(False)
+torch.set_num_threads(1)
+assert len(sums) == 1   # deterministic mode: the same sum every time
+
+# %% [markdown]
+# The sums differ only in their last digits (the next section shows why the order matters at all).
+# Compare the two times above: for this operation the deterministic path costs little or nothing
+# (it does not make two threads fight over one slot); for others, mostly on GPUs, it can cost a
+# lot. The price depends on the operation and the hardware, which is why the mode is off by
+# default. On a GPU machine the next cell shows the same
+# with `index_add_` on CUDA, where atomic additions are everywhere:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+if skip_unless_gpu("index_add_ with float atomics gives run-to-run differences on CUDA",
+                   expect="with deterministic=False the 5 sums typically take 2 to 5 distinct values that "
+                          "differ only in the last digits (on any recent NVIDIA GPU), and with "
+                          "deterministic=True exactly 1."):
     gpu = torch.device("cuda")
     values = torch.randn(1_000_000, generator=torch.Generator().manual_seed(0)).to(gpu)
     bins = torch.zeros(1_000_000, dtype=torch.long, device=gpu)
@@ -856,6 +913,26 @@ report = diagnose(tagger, nn.CrossEntropyLoss(), optimizer, (tokens, tags), trai
 print(report.codes or "no findings", "| ok:", report.ok)
 
 # %% [markdown]
+# ### What one batch cannot show: labels shuffled relative to the inputs
+#
+# The last row of the table above, reproduced: a dataset whose labels were shuffled separately from
+# its inputs (a sort applied to one list and not the other, a bad join), so most pairs no longer
+# belong together. The program is otherwise correct:
+
+# %%
+misaligned = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))]
+print(f"pairs still correct: {(misaligned == labels).float().mean().item():.0%}")
+model = make_model()
+report = diagnose(model, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2),
+                  (features, misaligned), train_step)
+print(report.codes or "no findings", "| ok:", report.ok,
+      f"| one-batch loss {report.measurements['overfit_losses'][0]:.3f} -> {report.measurements['overfit_losses'][-1]:.3f}")
+
+# %% [markdown]
+# No findings: a network memorises 16 samples whatever their labels are, so the one-batch test
+# passes. Such a model learns nothing that carries over to new data; only looking at samples with
+# their labels (notebook 05), or a validation accuracy stuck at chance, reveals it.
+#
 # The doctor cannot replace thinking: it sees one batch and one step. But it runs in a second, so run
 # it on every new training script before the long run, and again whenever the loss curve looks
 # wrong. `Report.findings` is a list of `Finding(code, severity, message)` and `Report.codes` a set,
@@ -993,9 +1070,10 @@ check("10.fix_train_step", fix_train_step)
 #   seed and their worker id themselves; generators stored in your dataset are copied into every worker unchanged, so
 #   re-seed them in a `worker_init_fn` from `get_worker_info().seed`.
 # * `torch.use_deterministic_algorithms(True)` trades speed for bit-for-bit repeatability: it picks
-#   deterministic kernels, raises where none exists, fills uninitialised memory with NaN (on CUDA it
-#   also needs `CUBLAS_WORKSPACE_CONFIG`). On GPUs also keep `torch.backends.cudnn.benchmark = False`.
-# * Floating-point addition is not associative: the order (threads, vector width, GPU atomics)
+#   deterministic kernels (the atomic-add sum above became repeatable), raises where none exists,
+#   fills uninitialised memory with NaN (which takes time). On GPUs also keep
+#   `torch.backends.cudnn.benchmark = False`; torch 2.14 no longer needs `CUBLAS_WORKSPACE_CONFIG`.
+# * Floating-point addition is not associative: the order (threads, atomics, vector width)
 #   changes the last digits. Compare with tolerances; report the mean of several runs.
 # * Forward hooks show every layer's output without touching the model's code: the first layer with
 #   non-finite output and finite inputs is the culprit. Keep the handles and remove the hooks.

@@ -24,7 +24,8 @@
 # 3. How to launch worker processes from a notebook, collect their results, and get a clear
 #    message instead of a hang when one of them crashes.
 # 4. How to save checkpoints once (rank 0) and without the `module.` prefix.
-# 5. How the same code runs on many GPUs and machines with `torchrun` (the exact commands).
+# 5. What changes as you scale (learning rate, `no_sync`, BatchNorm, models too big for one device),
+#    and how the same code runs on many GPUs and machines with `torchrun` (the exact commands).
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -49,6 +50,7 @@ info = setup(seed=0)
 
 # %%
 import inspect
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -194,7 +196,7 @@ check("13.shard_indices", shard_indices)
 # - **spawn** (the only choice on Windows, the default on macOS): a fresh Python interpreter
 #   that imports torch again and then imports the function it must run *by module and name*.
 #
-# (`torchrun`, section 7, is neither: it starts fresh interpreters that each run your whole script
+# (`torchrun`, section 8, is neither: it starts fresh interpreters that each run your whole script
 # from the top, as `__main__`; no function is looked up by name.)
 #
 # `ddp_lab.launch` forks on Linux and spawns elsewhere; `benchmarks/results/ddp_start.md` has
@@ -211,7 +213,8 @@ print(inspect.getsource(ddp_lab.ddp_gradients))
 # %% [markdown]
 # `DDP(model)` registers hooks on the parameters: during `backward()`, as soon as a bucket of
 # gradients is ready it starts an all-reduce of that bucket, overlapping communication with the
-# rest of the backward pass. When `backward()` returns, every rank holds the averaged gradients.
+# rest of the backward pass (section 4 shows the order). When `backward()` returns, every rank
+# holds the averaged gradients.
 #
 # Before that, each worker joins a **process group**. These lines from `_entry` (the function
 # each worker process runs first) are all it takes:
@@ -237,8 +240,9 @@ print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
 #   forever.
 #
 # `launch` starts the processes, waits (with its own deadline), gathers what each worker returned
-# and stops every process it started. One launch runs the whole lesson: the gradient step above,
-# then a short training run (next section). The cell prints how this kernel started them.
+# and stops every process it started. One launch runs everything the workers of this notebook do
+# (`ddp_lab.lesson_worker`): the gradient step above, a short training run (section 5) and the
+# experiments of section 7. The cell prints how this kernel started them.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -266,6 +270,29 @@ print("rank 0 and rank 1 hold identical gradients:",
 print("last-layer bias gradient, DDP vs big batch:",
       f"{results[0]['grads'][-1].item():.4f} vs {big_batch[-1].item():.4f}")
 assert all(torch.allclose(g, b, atol=1e-6) for g, b in zip(results[0]["grads"], big_batch))
+
+# %% [markdown]
+# ### Communication during the backward pass
+#
+# DDP groups the gradients into *buckets* (25 MB each by default) and all-reduces a bucket as soon
+# as all its gradients exist, while autograd goes on computing the gradients of earlier layers. The
+# worker made every parameter its own bucket (`bucket_cap_mb` tiny) and registered a
+# *communication hook*, the function DDP calls to reduce a ready bucket, that notes the bucket
+# before running the usual averaging all-reduce. The events of one backward pass on rank 0:
+
+# %%
+print(inspect.getsource(ddp_lab.overlap_events))
+
+# %%
+for event in results[0]["overlap_events"]:
+    print(event)
+
+# %% [markdown]
+# The all-reduce of the last layer's gradients starts before the first layer's gradients even
+# exist: on a GPU cluster the network works while the GPU still computes. (DDP uses a single bucket for the
+# first backward pass and then rebuilds its buckets in the order the gradients arrived, so the
+# worker reports the second pass.) Bigger buckets mean fewer, more efficient messages that start
+# later; `bucket_cap_mb` is the knob.
 
 # %% [markdown]
 # ## 5. Training with `DistributedSampler`, saving on rank 0
@@ -311,6 +338,14 @@ print(plain.load_state_dict(state["model"]))
 print("files in the work folder:", sorted(p.name for p in workdir.iterdir()))
 final = torch.cat([p.detach().flatten() for p in plain.parameters()])
 print("loaded weights == final DDP weights:", torch.equal(final, results[0]["final_params"]))
+
+# %% [markdown]
+# The checkpoint has served its purpose. Remove this notebook's work folder, so that running the
+# notebook again and again leaves nothing behind:
+
+# %%
+shutil.rmtree(workdir)
+print("work folder removed:", not workdir.exists())
 
 
 # %% [markdown]
@@ -378,7 +413,10 @@ else:
 
 # %% [markdown]
 # And nothing is left running: the only child process of this kernel that may remain is Python's
-# `resource_tracker` helper, which multiprocessing keeps for the kernel's lifetime.
+# `resource_tracker` helper, which multiprocessing keeps for the kernel's lifetime. (This check
+# sees the children of *this* kernel only. A kernel restart during a launch kills the kernel and
+# its workers together; the launch's temporary folder, which its cleanup would have removed, stays
+# behind, and the next `launch` removes it, and only folders of launches whose process is gone.)
 
 # %%
 leftover = [p for p in psutil.Process().children(recursive=True)
@@ -387,7 +425,108 @@ print("worker processes still running:", leftover)
 assert not leftover
 
 # %% [markdown]
-# ## 7. The same code on many GPUs and machines: `torchrun`
+# ## 7. What changes when you scale
+#
+# ### The learning rate
+#
+# **Effective batch size** = per-rank batch × world size. With 8 GPUs and 32 samples each, one step
+# sees 256 samples, and an epoch has 8 times fewer steps. Section 4 showed that DDP with `W` ranks
+# computes the gradient of one batch `W` times larger, so one process can show the effect: ten
+# epochs of section 5's training with 4 samples per rank, on 1, 2 and 4 ranks, with the original
+# learning rate and with the learning rate multiplied by the world size (the *linear scaling rule*):
+
+# %%
+def final_loss(world_size: int, lr: float, epochs: int = 10, per_rank: int = 4) -> float:
+    x, y = ddp_lab.make_batch(n=24, seed=2)
+    model = ddp_lab.make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    order = torch.Generator().manual_seed(0)
+    for _ in range(epochs):
+        for step in torch.randperm(24, generator=order).split(per_rank * world_size):  # one DDP step
+            optimizer.zero_grad()
+            F.mse_loss(model(x[step]), y[step]).backward()
+            optimizer.step()
+    return F.mse_loss(model(x), y).item()
+
+
+for world_size in (1, 2, 4):
+    print(f"{world_size} rank(s), batch {4 * world_size:>2}: loss after 10 epochs "
+          f"{final_loss(world_size, lr=0.1):.3f} with lr 0.1, "
+          f"{final_loss(world_size, lr=0.1 * world_size):.3f} with lr {0.1 * world_size:.1f}")
+
+# %% [markdown]
+# With the learning rate unchanged, more ranks learn less per epoch (fewer steps, of about the
+# same size as before). Scaling it with the world size brings 2 ranks close to the 1-rank loss, but
+# closes only part of the gap at 4 ranks: the rule is a starting point, not a law. Large runs pair it with a warm-up (notebook 07) and
+# retune.
+#
+# ### Gradient accumulation: `no_sync`
+#
+# Accumulating gradients over several micro-batches per optimizer step (notebook 03) would
+# all-reduce after every micro-batch. `with model.no_sync():` skips the all-reduce for the
+# backward passes inside it; the first backward outside all-reduces the accumulated sum:
+
+# %%
+print(inspect.getsource(ddp_lab.no_sync_gradients))
+
+# %%
+inside = [r["inside_no_sync"] for r in results]
+after = [r["after_sync"] for r in results]
+print("inside no_sync, rank 0 and rank 1 hold the same gradients:",
+      all(torch.equal(a, b) for a, b in zip(*inside)))
+print("after the synchronising backward, they do:", all(torch.equal(a, b) for a, b in zip(*after)))
+print("and they equal the big-batch gradients:",
+      all(torch.allclose(a, b, atol=1e-6) for a, b in zip(after[0], big_batch)))
+
+# %% [markdown]
+# ### BatchNorm
+#
+# BatchNorm normalises with the statistics of the batch it sees, so under DDP each rank uses its
+# own shard's statistics. When per-rank batches are small, `nn.SyncBatchNorm` computes them over all
+# ranks; `nn.SyncBatchNorm.convert_sync_batchnorm(model)` swaps it in. It works with GPUs only,
+# as the worker found when it wrapped such a model in DDP on this CPU:
+
+# %%
+print(results[0]["sync_batchnorm"])
+
+# %% [markdown]
+# ### A model too big for one device
+#
+# DDP keeps a full replica per rank, so it does not help when the model itself does not fit.
+# **Model parallelism** splits the model instead: each device stores some layers, activations
+# travel forward from one device to the next, and the gradient of those activations travels back.
+# The worker split the same `make_model()` into two stages, one per process, and sent the
+# activations with `dist.send`/`dist.recv`:
+
+# %%
+print(inspect.getsource(ddp_lab.pipeline_gradients))
+
+# %%
+full = sum(p.numel() * p.element_size() for p in ddp_lab.make_model().parameters())
+stages = [r["pipeline"] for r in results]
+print("parameter bytes per rank, model parallel:", [s["param_bytes"] for s in stages], "| DDP:", [full, full])
+pipeline = stages[0]["grads"] + stages[1]["grads"]
+print("stage gradients == big-batch gradients:",
+      all(torch.allclose(a, b, atol=1e-6) for a, b in zip(pipeline, big_batch)))
+
+# %% [markdown]
+# Each rank stores only its layers, and together they compute the single-process gradients
+# (to 1e-6). The price: rank 1 waits while rank 0 computes, and the other way round in the backward
+# pass. *Pipeline parallelism* (`torch.distributed.pipelining`) feeds micro-batches through the
+# stages so that both work at once.
+#
+# **FSDP** (fully sharded data parallel, `torch.distributed.fsdp.fully_shard`) keeps data
+# parallelism but stores only a shard of every parameter, gradient and optimizer state on each
+# rank, gathering a layer's full weights just before it runs. It also works on CPUs with `gloo`:
+# `ddp_lab.fsdp_gradients` runs it on this model, and the course's tests check that the two ranks
+# store disjoint shards that add up to the full model while the gradients stay the big-batch
+# gradients. It is not run here only because its first call takes seconds per process.
+#
+# **Logging and evaluation**: print and write from rank 0; all-reduce metrics first so rank 0
+# reports the global value, as the training loop above does once per epoch.
+
+# %% [markdown]
+# ## 8. The same code on many GPUs and machines: `torchrun`
 #
 # On real hardware you do not spawn processes from a notebook: you launch a script with
 # **`torchrun`**, which starts one process per GPU, sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`,
@@ -430,20 +569,10 @@ assert not leftover
 # Nothing in the training code depends on how many processes there are: `WORLD_SIZE` grows, each
 # shard shrinks, the gradients are still the big-batch gradients. (This notebook does not run
 # `torchrun` itself: its rendezvous store listens on every network interface, and the course stays
-# off the network.)
+# off the network. The course's tests run the first command, inside a private network namespace.
+# `nccl` needs NVIDIA GPUs and is not run anywhere in this course: on GPUs it replaces `gloo` and
+# nothing else in the script changes.)
 #
-# Things that change when you scale:
-#
-# - **Effective batch size** = per-rank batch × world size. With 8 GPUs and 32 samples each, one
-#   step sees 256 samples; learning rate and warm-up usually need retuning (often scaled up).
-# - **BatchNorm** normalises per rank; convert with `nn.SyncBatchNorm.convert_sync_batchnorm(model)`
-#   when per-rank batches are small.
-# - **Gradient accumulation** under DDP: wrap the non-final micro-batches in `with model.no_sync():`
-#   so gradients are all-reduced only once per optimizer step.
-# - **Models that do not fit on one GPU**: DDP keeps a full replica per rank; FSDP (fully sharded
-#   data parallel) shards parameters, gradients and optimizer state across ranks.
-# - **Logging and evaluation**: print and write from rank 0; all-reduce metrics first so rank 0
-#   reports the global value, as the training loop above does once per epoch.
 
 # %% [markdown]
 # ## Key points
@@ -459,6 +588,10 @@ assert not leftover
 #   starts fresh interpreters that each run your script from the top as `__main__`. Bound every
 #   wait with timeouts, and turn a dead rank into a clear error instead of a hang.
 # - Save once, from rank 0, with `model.module.state_dict()`; barrier before anyone reads it.
+# - DDP all-reduces buckets of gradients during `backward()`; `no_sync()` skips it for the
+#   micro-batches of an accumulation. More ranks mean a bigger effective batch: scale the learning
+#   rate as a starting point, then retune. SyncBatchNorm needs GPUs; a model too big for one device
+#   needs model parallelism or FSDP, which store only part of the parameters per rank.
 # - `torchrun` runs the same script on one CPU, 8 GPUs or 100 machines; `nccl` on GPUs, `gloo` on CPUs.
 #
 # ## Further reading
@@ -468,6 +601,8 @@ assert not leftover
 # - PyTorch docs: *torchrun (Elastic Launch)*.
 # - PyTorch docs: *torch.utils.data.distributed.DistributedSampler*.
 # - PyTorch docs: *Multiprocessing best practices* (spawn and importable functions).
+# - PyTorch docs: *DDP Communication Hooks*, *torch.nn.SyncBatchNorm*, *Pipeline Parallelism*
+#   (`torch.distributed.pipelining`).
 # - PyTorch tutorials: *Getting Started with Distributed Data Parallel*, *Getting Started with
 #   Fully Sharded Data Parallel (FSDP2)*.
 # - Next: `14_capstone.ipynb`.

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,6 +68,86 @@ def test_ddp_gradients_equal_big_batch_and_rank0_saves(tmp_path: Path, method: s
     state = torch.load(checkpoint, weights_only=True)
     assert state["epoch"] == 2 and not any(k.startswith("module.") for k in state["model"])
     assert not _workers_left()
+    big = [p.grad for p in model.parameters()]
+    _check_lesson_extras(results, big)
+
+
+def _check_lesson_extras(results: list[dict], big: list[torch.Tensor]) -> None:
+    """The overlap, no_sync, model-parallel and SyncBatchNorm parts of the lesson worker."""
+    names = [name for name, _ in d.make_model().named_parameters()][::-1]  # backward runs last layer first
+    expected = [e for n in names for e in (f"gradient ready: {n}", f"all-reduce launched: {n}")]
+    assert results[0]["overlap_events"] == results[1]["overlap_events"] == expected
+    inside = [r["inside_no_sync"] for r in results]
+    assert all(not torch.allclose(a, b) for a, b in zip(*inside))  # no all-reduce inside no_sync
+    for r in results:
+        assert all(torch.allclose(g, b, atol=1e-6) for g, b in zip(r["after_sync"], big))
+    assert all(torch.equal(a, b) for a, b in zip(results[0]["after_sync"], results[1]["after_sync"]))
+    stages = [r["pipeline"] for r in results]
+    assert [s["param_bytes"] for s in stages] == [(4 * 8 + 8) * 4, (8 + 1) * 4]
+    assert all(torch.allclose(g, b, atol=1e-6) for g, b in zip(stages[0]["grads"] + stages[1]["grads"], big))
+    assert all(r["sync_batchnorm"] == "ValueError: SyncBatchNorm layers only work with GPU modules"
+               for r in results)
+
+
+def test_fsdp_stores_a_shard_per_rank_and_keeps_the_big_batch_gradients() -> None:
+    results = d.launch(d.fsdp_gradients, world_size=2)
+    model = d.make_model()
+    x, y = d.make_batch()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    full = sum(p.numel() * p.element_size() for p in model.parameters())
+    stored = [r["param_bytes"] for r in results]
+    assert sum(stored) == full and max(stored) < full, (stored, full)  # DDP stores `full` on every rank
+    for result in results:
+        assert all(torch.allclose(g, p.grad, atol=1e-6) for g, p in zip(result["grads"], model.parameters()))
+    assert not _workers_left()
+
+
+def _owner(folder: Path, pid: int, host: str, until: float) -> Path:
+    folder.mkdir()
+    (folder / d.OWNER_FILE).write_text(json.dumps({"pid": pid, "host": host, "until": until}))
+    return folder
+
+
+def test_clean_stale_folders_removes_only_folders_of_dead_launches(tmp_path: Path) -> None:
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()  # its pid names no running process now
+    host, soon = socket.gethostname(), time.time() + 600
+    _owner(tmp_path / f"{d.FOLDER_PREFIX}dead", finished.pid, host, soon)
+    _owner(tmp_path / f"{d.FOLDER_PREFIX}expired", os.getpid(), host, time.time() - 1)
+    _owner(tmp_path / f"{d.FOLDER_PREFIX}running", os.getpid(), host, soon)
+    _owner(tmp_path / f"{d.FOLDER_PREFIX}other-machine", finished.pid, "another-host", soon)
+    _owner(tmp_path / "unrelated-dead", finished.pid, host, soon)
+    (tmp_path / f"{d.FOLDER_PREFIX}no-owner-file").mkdir()
+    (tmp_path / f"{d.FOLDER_PREFIX}bad-owner-file").mkdir()
+    (tmp_path / f"{d.FOLDER_PREFIX}bad-owner-file" / d.OWNER_FILE).write_text("{not json")
+    assert d.clean_stale_folders(tmp_path) == [f"{d.FOLDER_PREFIX}dead", f"{d.FOLDER_PREFIX}expired"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"{d.FOLDER_PREFIX}bad-owner-file", f"{d.FOLDER_PREFIX}no-owner-file",
+        f"{d.FOLDER_PREFIX}other-machine", f"{d.FOLDER_PREFIX}running", "unrelated-dead"]
+
+
+KILLED_LAUNCH = """
+import course_utils.distributed as d
+d.launch(d.sleepy_worker, world_size=2, timeout_s=60)
+"""
+
+
+def test_a_killed_launch_leaves_a_folder_that_the_next_launch_removes(tmp_path: Path, monkeypatch) -> None:
+    # A kernel restart kills the kernel's whole process group: launch's `finally` never runs.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    kernel = subprocess.Popen([sys.executable, "-c", KILLED_LAUNCH], env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(f"{d.FOLDER_PREFIX}*/rank1.log")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    workers = psutil.Process(kernel.pid).children(recursive=True)
+    os.killpg(kernel.pid, signal.SIGKILL)
+    kernel.wait()
+    psutil.wait_procs(workers, timeout=10)
+    left = list(tmp_path.glob(f"{d.FOLDER_PREFIX}*"))
+    assert len(left) == 1 and (left[0] / "rank1.log").exists(), left
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert [r["sum_of_ranks"] for r in d.launch(d.rank_and_sum_worker, world_size=2)] == [1.0, 1.0]
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("method", METHODS)

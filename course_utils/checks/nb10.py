@@ -419,8 +419,8 @@ register(Exercise(
     "10.nonfinite_layers",
     "nonfinite_layers(model, x) runs model(x) once with forward hooks on every leaf module and returns "
     "the names (from named_modules) of the modules whose output contains NaN or Inf, in the order they "
-    "ran (a module that runs twice is listed each time); the hooks are removed afterwards, even when "
-    "the forward pass raises.",
+    "ran (a module that runs twice, such as a shared layer, is listed each time its output is "
+    "non-finite); the hooks are removed afterwards, even when the forward pass raises.",
     nonfinite_layers_reference,
     _nonfinite_cases(),
     _nonfinite_verify,
