@@ -17,7 +17,7 @@
 # the results come back into the notebook, and we check the central promise numerically: the
 # averaged gradients are the gradients of one big batch.
 #
-# ## You will learn (≈ 40 min)
+# ## You will learn (≈ 45 min)
 #
 # 1. What DDP does (replicas, shards, an all-reduce of gradients) and why it equals one big batch.
 # 2. How `DistributedSampler` shards a dataset, pads it, and why `set_epoch` matters.
