@@ -238,7 +238,7 @@ check("01.flatten_batch", flatten_batch)
 # with float64 gives float64. A Python number counts for less than a tensor: it never raises the
 # precision *within* the tensor's category (float32 `* 0.5` stays float32, int32 `* 5` stays int32),
 # but it can change the category: an integer tensor times a Python float becomes the default float
-# dtype, float32. A **0-dimensional** tensor (a scalar tensor, such as `torch.tensor(np.float64(w))`
+# dtype, float32. A **0-dimensional** tensor (a scalar tensor, such as `torch.tensor(np.float64(0.5))`
 # used as a loss weight) ranks like a Python number: a float64 scalar tensor leaves float32 as it is,
 # while a float64 tensor of shape `(1,)` raises it to float64. `torch.result_type` answers the
 # question without computing anything.
@@ -302,10 +302,12 @@ assert torch.allclose((a32 @ b32).double(), a64 @ b64, rtol=1e-3, atol=1e-3)   #
 
 # %% [markdown]
 # The ratio printed above is what this machine measured. A CPU's vector registers hold half as many
-# float64 numbers as float32 ones, so on most CPUs a float64 matrix product takes about twice as
-# long. On GPUs the gap is usually larger and depends on the model: consumer (GeForce) cards run
-# float64 at 1/32 to 1/64 of their float32 rate, data-centre cards (A100, H100) at about half. That
-# GPU part is not measured here.
+# float64 numbers as float32 ones, and float64 matrices need twice the cache and memory traffic,
+# so on most CPUs a float64 matrix product takes roughly twice as long (the measured ratio varies
+# from run to run, more so on a busy machine). On GPUs the gap is usually larger and depends on
+# the model: consumer (GeForce) cards and inference cards such as the L4 run
+# float64 at 1/32 to 1/64 of their float32 rate, data-centre cards built for scientific computing
+# (A100, H100) at about half. That GPU part is not measured here.
 #
 # Mismatch 2: with one label per sample, shape `(N,)`, `CrossEntropyLoss` wants integer class
 # indices: int64 (`torch.long`) is the standard dtype for them (the error below shows that uint8,

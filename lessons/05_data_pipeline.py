@@ -472,9 +472,9 @@ print("ArrayImageDataset is defined in:", ArrayImageDataset.__module__, "(unreac
 loader = DataLoader(train_tensors, batch_size=64, shuffle=True, pin_memory=device.type == "cuda")
 print("pin_memory:", loader.pin_memory)
 if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed", expect=(
-        "for this 6 MB batch a pinned copy is typically 1.5-3x faster than a pageable one, roughly "
-        "0.2-0.5 ms against 0.5-1.5 ms per copy on a recent desktop or data-centre NVIDIA GPU over "
-        "PCIe 4 or 5 (and only pinned copies can overlap with computation).")):
+        "for this 6 MB batch a pinned copy is typically faster than a pageable one, often 1.5 to 5 "
+        "times, roughly 0.1-0.5 ms against 0.3-1.5 ms per copy on a recent desktop or data-centre "
+        "NVIDIA GPU over PCIe 4 or 5 (and only pinned copies can overlap with computation).")):
     pageable = torch.randn(128, 3, 64, 64)  # 128 x 3 x 64 x 64 float32 = 6.3 MB
     pinned = pageable.pin_memory()
 
