@@ -771,7 +771,7 @@ assert t32 > 0 and t16 > 0
 # %%
 if skip_unless_gpu("matrix-multiplication throughput in float32, float16 and bfloat16",
                    expect="float16 and bfloat16 typically run several times faster than float32 "
-                          "(about 2-4x on GeForce cards, 5-15x on A100/H100-class GPUs; on GPUs older "
+                          "(about 2-4x on GeForce cards, 5-20x on A100/H100-class GPUs; on GPUs older "
                           "than Ampere only float16 is accelerated)"):
     n = 4096
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
@@ -788,7 +788,9 @@ if skip_unless_gpu("matrix-multiplication throughput in float32, float16 and bfl
 
 # %% [markdown]
 # (float32 here is true float32: PyTorch does not use the faster, less precise TF32 format for
-# float32 matrix multiplications unless you allow it.)
+# float32 matrix multiplications unless you allow it. Convolutions are another matter: cuDNN may
+# use TF32 for float32 convolutions by default, so a float32 CNN on an Ampere or newer GPU already
+# gets part of the tensor-core speed.)
 #
 # Memory is a different story: it is arithmetic, so it shows up on any machine. Measure what the
 # CNN saves for backward at batch 16, in float32 and under CPU autocast:
@@ -822,7 +824,7 @@ print(f"ratio: {bf16_meter.bytes / fp32_meter.bytes:.3f}; bfloat16 copies of the
 # %%
 if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs float16 autocast",
                    expect="peak allocated memory typically x0.6-0.8 of float32 and a step typically "
-                          "1-2x faster on a GPU with tensor cores (this small CNN is partly "
+                          "1-3x faster on a GPU with tensor cores (this small CNN is partly "
                           "launch-bound; larger models gain more)"):
     from course_utils.memory import cuda_memory, cuda_peak
 
@@ -1016,32 +1018,38 @@ assert all(torch.allclose(a.grad, b.grad, atol=1e-6)
 # autograd saves to CPU memory, `unpack` copies it back to the GPU when backward needs it. The
 # activations then take no GPU memory between forward and backward; the price is that every saved
 # byte crosses the PCIe bus twice. On a CPU-only machine there is nothing to move (the tensors are
-# already in CPU memory), so what we can measure here is the traffic: the bytes the CNN saves for
-# one training step at batch 64.
+# already in CPU memory), so what we can measure here is the traffic. `pack` runs once per *saved*
+# tensor: a ReLU output saved twice (by the ReLU and by the next layer) is copied twice, and the
+# weights each layer saves are copied too, so the traffic is more than the unique activation bytes
+# of section 2. Count both for one training step at batch 64:
 
 # %%
 from torch.autograd.graph import save_on_cpu
 
 with SavedTensorsMeter(exclude=cnn) as offload_meter:
     F.cross_entropy(cnn(x64), y64)
-print(f"with save_on_cpu, one step at batch 64 copies {format_bytes(offload_meter.bytes)} to CPU memory "
-      f"during forward, and the same back during backward")
+copied = sum(record.nbytes for record in offload_meter.records)  # every pack call, weights included
+print(f"unique activations {format_bytes(offload_meter.bytes)}; with save_on_cpu, one step at batch 64 copies "
+      f"{format_bytes(copied)} to CPU memory during forward, and the same back during backward")
+assert copied > offload_meter.bytes
 with save_on_cpu():  # runs here too, moving nothing
     F.cross_entropy(cnn(x64), y64).backward()
 cnn.zero_grad(set_to_none=True)
 
 # %% [markdown]
-# At a PCIe bandwidth of some 10 to 25 GB/s, each direction costs roughly that many bytes divided
-# by the bandwidth: milliseconds per step, often more than the GPU's own work for a small model.
+# At a PCIe bandwidth of some 10 to 50 GB/s (PCIe generations 3 to 5), each direction costs
+# roughly that many bytes divided by the bandwidth: milliseconds per step, often more than the
+# GPU's own work for a small model.
 # `save_on_cpu(pin_memory=True)` uses page-locked CPU memory, which copies faster (notebook 05). On
 # a GPU, the next cell measures the peak memory and the time of a step with and without it.
 
 # %%
 if skip_unless_gpu("peak memory and time of a CNN step with saved activations on the GPU vs in CPU memory",
-                   expect="with save_on_cpu the step's extra peak memory is typically 20-60% lower "
-                          "(a layer's output still exists on the GPU while it is computed), and the step "
-                          "typically takes several times longer, 2-20x for this small CNN (every saved "
-                          "tensor crosses PCIe twice)"):
+                   expect="with save_on_cpu the step's extra peak memory is typically lower, but by much "
+                          "less than the saved activations (a layer's output still exists on the GPU while "
+                          "it is computed, and backward copies each saved tensor back), and the step "
+                          "typically takes several times longer, anywhere from 2x to 30x for this small CNN "
+                          "depending on the PCIe link (every saved tensor crosses it twice)"):
     import contextlib
 
     from course_utils.memory import cuda_peak

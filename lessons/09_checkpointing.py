@@ -795,9 +795,11 @@ torch.load(workdir / "numpy_metric.pt")  # worked before PyTorch 2.6
 
 # %% [markdown]
 # And the NumPy version is in the file too: `numpy._core` is that module's name since NumPy 2.0
-# (before, it was `numpy.core`), so a machine with NumPy 1.x cannot load this file even with
-# `weights_only=False`: it fails with `ModuleNotFoundError: No module named 'numpy._core'`, a
-# well-known error from the NumPy 2.0 transition (not run here: one kernel has one NumPy).
+# (before, it was `numpy.core`), so a machine with NumPy older than 1.26 cannot load this file
+# even with `weights_only=False`: it fails with `ModuleNotFoundError: No module named
+# 'numpy._core'`, a well-known error from the NumPy 2.0 transition. NumPy 1.26 ships a partial
+# `numpy._core` for this transition, which reads common pickles but not all (some fail with
+# `No module named 'numpy._core.numeric'`). Not run here: one kernel has one NumPy.
 #
 # Two habits. Store plain Python values (`float(best)`, `int(epoch)`). And write the versions into
 # the checkpoint, so that when a load fails or results differ, the first question ("which versions

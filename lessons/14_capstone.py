@@ -347,7 +347,7 @@ print("largest loss difference to the uninterrupted run:",
 # %% [markdown]
 # Resuming only the model's weights is the classic mistake: the optimizer restarts with empty
 # moment estimates (and, without the scheduler's state, the schedule from its first rate), and
-# the curve jumps. Reproduce the first half on the copy of the interrupted run:
+# the curve jumps. Reproduce the optimizer part of it on the copy of the interrupted run:
 
 # %%
 checkpoint = torch.load(naive / "checkpoint.pt", weights_only=True)
@@ -379,8 +379,8 @@ assert accuracy > 0.8
 
 # %% [markdown]
 # On test images it never saw, the served model is right more than 8 times in 10 (the accuracy
-# above, against 1 in 10 by chance), after a run of seconds. The next step up is one command away
-# (`--epochs 10`, then a bigger model), logged, resumable and servable the same way.
+# above, against 1 in 10 by chance), after a three-epoch run. The next step up is one command
+# away (`--epochs 10`, then a bigger model), logged, resumable and servable the same way.
 #
 # ## 7. The training doctor on your step
 #
