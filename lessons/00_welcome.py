@@ -15,8 +15,8 @@
 # mistake you made. Everything runs on a CPU-only laptop, offline, in seconds per notebook.
 #
 # A few effects exist only on a CUDA GPU (the cost of a sync, pinned-memory copies, GPU mixed
-# precision and memory, atomics). Their cells, for example in notebooks 01, 05, 08 and 10, run and
-# measure on a GPU machine; on a CPU they print `Skipped on this machine (no CUDA GPU)` followed by
+# precision and memory, atomics, GPU utilisation and CUDA graphs). Their cells, in notebooks 01, 05,
+# 08, 10 and 11, run and measure on a GPU machine; on a CPU they print `Skipped on this machine (no CUDA GPU)` followed by
 # `What you would see on a GPU:` and typical figures, which are *not* measured on your machine.
 #
 # ## You will learn (≈ 20 min)

@@ -275,6 +275,17 @@ def test_gpu_results_table_lists_every_gpu_cell() -> None:
     assert len(listed) == len(set(listed)), "a GPU cell is listed twice"
 
 
+def test_welcome_names_every_notebook_with_a_gpu_cell() -> None:
+    """Notebook 00 tells a CPU learner where GPU-only cells are; that list must stay true."""
+    welcome = next((ROOT / "lessons").glob("00_*.py")).read_text(encoding="utf-8")
+    found = re.search(r"in notebooks ((?:\d\d,\s*(?:#\s*)?)*\d\d and \d\d)", welcome)
+    assert found, "lesson 00 no longer says 'in notebooks NN, NN and NN' where the GPU cells are"
+    named = set(re.findall(r"\d\d", found.group(1)))
+    lessons = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
+    with_gpu = {stem[:2] for stem, _ in gpu_calls(lessons)}
+    assert named == with_gpu, f"lesson 00 names notebooks {sorted(named)}, GPU cells are in {sorted(with_gpu)}"
+
+
 # =========================================================================== the checker can fail
 FAKE = {
     "00": [Cell("markdown", "## Title\nwords only", False),
