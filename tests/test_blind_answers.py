@@ -38,7 +38,7 @@ def test_answers_are_well_formed():
 
 @pytest.mark.parametrize("answer", ANSWERS)
 def test_blind_answer(answer):
-    result = check(answer.exercise, define(answer.source))
+    result = check(answer.exercise, define(answer.source, answer.name or None))
     if answer.expect == "ok":
         assert result.status == "ok", f"{answer.label}: correct answer rejected: {result.message}"
         return

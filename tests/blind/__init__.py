@@ -22,3 +22,4 @@ class Answer:
     label: str = ""          # a style ("list comprehension") or the mistake ("decays biases")
     words: tuple[str, ...] = field(default_factory=tuple)   # for "fail": words the message must contain
     defect: str = ""         # what the checker did wrong, while it still does
+    name: str = ""           # the function to pass to check (default: the last def in source)
