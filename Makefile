@@ -49,14 +49,17 @@ work:
 	  if [ ! -e "$(WORK)/$${nb##*/}" ]; then cp "$$nb" "$(WORK)/" && echo "new working copy: $(WORK)/$${nb##*/}"; fi; \
 	done
 
-# `make reset NB=03`: a fresh copy of notebooks/03_*.ipynb in work/; your old one is kept as *.bak.ipynb.
+# `make reset NB=03`: a fresh copy of notebooks/03_*.ipynb in work/. Your old copy is never deleted: it is
+# kept as work/03_*.bak1.ipynb, the next reset's as .bak2, ... (the first free number; the name is printed).
 reset:
 	@echo "$(NB)" | grep -Eq '^[0-9][0-9]$$' || { echo "usage: make reset NB=03 (two digits)"; exit 2; }
 	@set -e; for nb in notebooks/$(NB)_*.ipynb; do \
 	  test -e "$$nb" || { echo "no notebook notebooks/$(NB)_*.ipynb"; exit 2; }; \
 	  name=$${nb##*/}; mkdir -p $(WORK); \
-	  if [ -e "$(WORK)/$$name" ]; then mv "$(WORK)/$$name" "$(WORK)/$${name%.ipynb}.bak.ipynb"; \
-	    echo "your copy is now $(WORK)/$${name%.ipynb}.bak.ipynb"; fi; \
+	  if [ -e "$(WORK)/$$name" ]; then \
+	    n=1; while [ -e "$(WORK)/$${name%.ipynb}.bak$$n.ipynb" ]; do n=$$((n + 1)); done; \
+	    mv "$(WORK)/$$name" "$(WORK)/$${name%.ipynb}.bak$$n.ipynb"; \
+	    echo "your copy is kept as $(WORK)/$${name%.ipynb}.bak$$n.ipynb"; fi; \
 	  cp "$$nb" "$(WORK)/$$name" && echo "fresh copy: $(WORK)/$$name"; \
 	done
 

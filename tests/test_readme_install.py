@@ -70,6 +70,14 @@ def test_work_copies_are_never_overwritten_and_reset_keeps_a_backup(tmp_path) ->
     out = subprocess.run(make + ["reset", f"NB={names[3][:2]}"], cwd=tmp_path, check=True,
                          capture_output=True, text=True).stdout
     assert mine.read_bytes() == (tmp_path / "notebooks" / names[3]).read_bytes(), out
-    assert (tmp_path / "work" / names[3].replace(".ipynb", ".bak.ipynb")).read_text() == "my work"
+    first = tmp_path / "work" / names[3].replace(".ipynb", ".bak1.ipynb")
+    assert first.read_text() == "my work" and first.name in out, out
+    # A second reset never destroys the first backup: it takes the next number.
+    mine.write_text("my second try")
+    out = subprocess.run(make + ["reset", f"NB={names[3][:2]}"], cwd=tmp_path, check=True,
+                         capture_output=True, text=True).stdout
+    second = tmp_path / "work" / names[3].replace(".ipynb", ".bak2.ipynb")
+    assert first.read_text() == "my work" and second.read_text() == "my second try", out
+    assert second.name in out, out
     bad = subprocess.run(make + ["reset", "NB=0"], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode != 0 and "two digits" in bad.stdout
