@@ -52,3 +52,12 @@ def test_pins_in_the_guide_are_the_course_pins() -> None:
 @pytest.mark.parametrize("status", ["OK", "FAIL", "TODO", "ERROR"])
 def test_statuses_are_documented(status: str) -> None:
     assert f"`{status}`" in DOC
+
+
+def test_notebook_names_in_the_guides_exist() -> None:
+    """Every `NN_topic` the learner and instructor guides name is a real notebook (N-10: a renamed lesson)."""
+    real = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    for doc in ("docs/instructors.md", "README.md", "CONTRIBUTING.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        for name in set(re.findall(r"\b[01][0-9]_[a-z]+(?:_[a-z]+)*\b", text)):
+            assert name in real, f"{doc} names notebook {name!r}; the notebooks are {sorted(real)}"
