@@ -97,9 +97,9 @@ def test_cell_style(path: Path) -> None:
         crash_is_the_lesson = "raises-exception" in cell.metadata.get("tags", [])
         assert crash_is_the_lesson or ".cuda()" not in cell.source, \
             f"cell {index}: use .to(device), never a bare .cuda() (allowed only in a raises-exception cell)"
-        if "NBVAL_IGNORE_OUTPUT" in cell.source:
-            assert re.search(r"\bassert\b|\bcheck\(", cell.source), \
-                f"cell {index} ignores its output, so it must assert its key property"
+        if "nbval-ignore-output" in cell.metadata.get("tags", []) or "NBVAL_IGNORE_OUTPUT" in cell.source:
+            assert re.search(r"\bassert\b|\bcheck\(|\bconfirm\(", cell.source), \
+                f"cell {index} ignores its output, so it must confirm its key property (course_utils.claims.confirm)"
         # The bootstrap names the course's repository (used only where course_utils is missing;
         # tests/test_bootstrap.py covers it); any other URL in code is network use.
         source = re.sub(r'(?m)^COURSE_REPO = "git\+https://[^"]+"', "", cell.source)

@@ -48,6 +48,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
+from tools.bootstrap import MARKER as BOOTSTRAP_MARKER
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 SOLUTIONS = ROOT / "solutions"
@@ -63,6 +65,8 @@ _END_SOL = re.compile(r"^\s*### END SOLUTION\s*$")
 _BEGIN_STUB = re.compile(r"^\s*### BEGIN STUB\s*$")
 _END_STUB = re.compile(r"^\s*### END STUB\s*$")
 DEFAULT_STUB = 'raise NotImplementedError("Your turn: write this function")'
+#: The cell tag nbval reads as "this output varies by design" (``tools/tag_markers.py`` sets it).
+IGNORE_TAG = "nbval-ignore-output"
 _ADDRESS = re.compile(r"\b(at|object at) 0x[0-9a-fA-F]{6,16}\b")
 ADDRESS_TEXT = "0x…"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -113,6 +117,33 @@ def learner_source(source: str) -> str:
     return "\n".join(out)
 
 
+def solution_source(source: str) -> str:
+    """A solution cell as instructors read it: the learner's ``### BEGIN/END STUB`` blocks removed.
+
+    >>> solution_source("def f(x):\\n    ### BEGIN SOLUTION\\n    return 2 * x\\n    ### END SOLUTION\\n"
+    ...                 "    ### BEGIN STUB\\n    # return ...\\n    ### END STUB\\nprint(1)")
+    'def f(x):\\n    ### BEGIN SOLUTION\\n    return 2 * x\\n    ### END SOLUTION\\nprint(1)'
+    """
+    out, skipping = [], False
+    for line in source.split("\n"):
+        if _BEGIN_STUB.match(line):
+            skipping = True
+        elif _END_STUB.match(line):
+            skipping = False
+        elif not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
+def solution_view(solution_nb: Any) -> Any:
+    """What ``solutions/`` holds: the lesson's cells without the stub blocks meant for learners."""
+    nb = copy.deepcopy(solution_nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = solution_source(cell.source)
+    return nb
+
+
 def learner_notebook(solution_nb: Any) -> Any:
     """A learner copy of a solution notebook: stubs in place, changed cells' outputs cleared."""
     nb = copy.deepcopy(solution_nb)
@@ -142,7 +173,14 @@ def solution_notebook(lesson: Path) -> Any:
     import jupytext
 
     text = jupytext.read(lesson, fmt="py:percent")
-    return _notebook([_plain_cell(c) for c in text.cells], {
+    cells = [_plain_cell(c) for c in text.cells]
+    for cell in cells:
+        if cell.cell_type == "code" and cell.source.startswith(BOOTSTRAP_MARKER):
+            # The bootstrap is plumbing: JupyterLab and Notebook 7 show it collapsed (its one printed
+            # line says what it did); a click on the "..." opens it.
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+            break
+    return _notebook(cells, {
         "course": {"generated_from": f"lessons/{lesson.name}",
                    "edit": f"edit lessons/{lesson.name}, then run `make notebooks NB={lesson.name[:2]}`"},
         "kernelspec": dict(KERNELSPEC),
@@ -286,7 +324,7 @@ def build(lesson: Path, solutions: Path = SOLUTIONS, notebooks: Path = NOTEBOOKS
     solution = solution_notebook(lesson)
     learner = learner_notebook(solution)
     written = []
-    for nb, folder in ((solution, solutions), (learner, notebooks)):
+    for nb, folder in ((solution_view(solution), solutions), (learner, notebooks)):
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / f"{lesson.stem}.ipynb"
         if run:
@@ -310,7 +348,8 @@ def sync_problems(lesson: Path, solutions: Path = SOLUTIONS, notebooks: Path = N
 
     expected_solution = solution_notebook(lesson)
     problems = []
-    for expected, folder in ((expected_solution, solutions), (learner_notebook(expected_solution), notebooks)):
+    for expected, folder in ((solution_view(expected_solution), solutions),
+                             (learner_notebook(expected_solution), notebooks)):
         path = folder / f"{lesson.stem}.ipynb"
         where = f"{folder.name}/{path.name}"
         if not path.exists():
@@ -334,7 +373,7 @@ def sync_problems(lesson: Path, solutions: Path = SOLUTIONS, notebooks: Path = N
 
 def variable_by_design(cell: Any) -> bool:
     """Cells whose outputs may change between runs (nbval's ignore marker)."""
-    return "NBVAL_IGNORE_OUTPUT" in cell.get("source", "")
+    return IGNORE_TAG in cell.get("metadata", {}).get("tags", []) or "NBVAL_IGNORE_OUTPUT" in cell.get("source", "")
 
 
 def normal_outputs(outputs: list, sanitize: list[tuple[str, str]] | None = None) -> str:
@@ -389,7 +428,7 @@ def idempotence_problems(lesson: Path) -> list[str]:
                 problems.append(f"{folder}/{lesson.stem}.ipynb: metadata differs")
             for index in output_differences(old, new, nbval_sanitizers()):
                 problems.append(f"{folder}/{lesson.stem}.ipynb: cell {index}'s outputs changed on re-execution "
-                                f"(mark it `# NBVAL_IGNORE_OUTPUT` and assert its key property, or make it deterministic)")
+                                f"(tag it `nbval-ignore-output` and assert its key property, or make it deterministic)")
         return problems
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
