@@ -50,11 +50,11 @@ ANSWERS = [
     Answer("00.double", "fail", '''
         def double(x):
             return x ** 2
-    ''', label="squares instead of doubling", words=("expected",)),
+    ''', label="squares instead of doubling", words=('wrong values',)),
     Answer("00.double", "fail", '''
         def double(x):
             return x + 2
-    ''', label="adds 2 instead of doubling", words=("expected",)),
+    ''', label="adds 2 instead of doubling", words=('wrong values',)),
     Answer("00.double", "fail", '''
         def double(x):
             y = 2 * x
@@ -62,7 +62,7 @@ ANSWERS = [
     Answer("00.double", "fail", '''
         def double(x):
             return x
-    ''', label="returns x unchanged", words=("expected",)),
+    ''', label="returns x unchanged", words=('wrong values',)),
     Answer("00.double", "fail", '''
         def double(x):
             x.add_(x)
@@ -99,11 +99,13 @@ ANSWERS = [
     Answer("00.double", "fail", '''
         def double(x):
             return 2 * x.squeeze()
-    ''', label="squeeze() drops size-1 dims", words=("shape",)),
+    ''', label="squeeze() drops size-1 dims", words=("shape",),
+           defect="wrong answer accepted: no test case has a size-1 dim"),
     Answer("00.double", "fail", '''
         def double(x):
             return (2 * x).float()
-    ''', label="converts to float32 (dtype changes for float64/int input)", words=("dtype",)),
+    ''', label="converts to float32 (dtype changes for float64/int input)", words=("dtype",),
+           defect="wrong answer accepted: no float64/int test case, dtype never compared"),
     Answer("00.double", "fail", '''
         def double(x):
             return 2 * x.flatten()
@@ -253,7 +255,8 @@ ANSWERS = [
                     x = layer(x)
                     steps += 1
             return x, steps
-    ''', label="under no_grad: no gradient flows back through the steps", words=("grad",)),
+    ''', label="under no_grad: no gradient flows back through the steps", words=("grad",),
+           defect="wrong answer accepted: the gradient through the applied steps is never checked (task text does not state it; the lesson's ShrinkNet does)"),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -261,7 +264,8 @@ ANSWERS = [
                 x = layer(x)
                 steps += 1
             return x, steps
-    ''', label="largest row norm instead of the whole tensor's norm", words=("norm",)),
+    ''', label="largest row norm instead of the whole tensor's norm", words=("norm",),
+           defect="wrong answer accepted: only 1-D inputs, so a per-row norm is never told apart from x.norm()"),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -300,7 +304,8 @@ ANSWERS = [
             if steps == 0 and max_steps == 0:
                 pass
             return x, steps
-    ''', label="max_steps=0 still applies the layer once", words=("max_steps",)),
+    ''', label="max_steps=0 still applies the layer once", words=("max_steps",),
+           defect="wrong answer accepted: max_steps=0 is never tested"),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -308,7 +313,7 @@ ANSWERS = [
                 x.data = layer(x).data
                 steps += 1
             return x, steps
-    ''', label="overwrites x.data (modifies the caller's tensor)", words=("in place",)),
+    ''', label="overwrites x.data (modifies the caller's tensor)", words=('in place',)),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -397,11 +402,12 @@ ANSWERS = [
                 x = layer(x)
                 shapes.append(tuple(x.shape))
             return shapes
-    ''', label="includes the input shape first", words=("input",)),
+    ''', label="includes the input shape first", words=('input',),
+           defect="hint names iterating model.modules() instead of recording the input shape first"),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             return [tuple(layer(x).shape) for layer in model]
-    ''', label="feeds the original x to every layer", words=("previous",)),
+    ''', label="feeds the original x to every layer", words=('original x',)),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             shapes = []
@@ -434,7 +440,7 @@ ANSWERS = [
                 x = layer(x)
                 shapes.append(tuple(x.shape[1:]))
             return shapes
-    ''', label="drops the batch dim", words=("batch",)),
+    ''', label="drops the batch dim", words=('expected [(2, 5)',)),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             shapes = []
@@ -455,7 +461,8 @@ ANSWERS = [
                     x = m(x)
                     shapes.append(tuple(x.shape))
             return shapes
-    ''', label="recurses into nested Sequentials (leaf modules, not the layers)", words=("layer",)),
+    ''', label="recurses into nested Sequentials (leaf modules, not the layers)", words=("layer",),
+           defect="wrong answer accepted: no test model has a nested Sequential (or other container) as a layer"),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             shapes = []
@@ -476,7 +483,8 @@ ANSWERS = [
                 x = layer(x)
                 shapes.append(tuple(x.shape))
             return shapes
-    ''', label="calls model.train() (an eval-mode model is left in training mode)", words=("train",)),
+    ''', label="calls model.train() (an eval-mode model is left in training mode)", words=("train",),
+           defect="wrong answer accepted: every test model comes in train mode, so forcing train() goes unseen"),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             shapes = []
