@@ -116,7 +116,8 @@ ANSWERS = [
     Answer("01.independent_copy", "fail", '''
         def independent_copy(arr):
             return torch.tensor(arr.squeeze())
-    ''', label="squeeze drops size-1 dims", words=("shape",)),
+    ''', label="squeeze drops size-1 dims", words=("shape",),
+           defect="wrong answer accepted: no test array has a size-1 dim"),
     Answer("01.independent_copy", "fail", '''
         def independent_copy(arr):
             return torch.from_numpy(arr).reshape(arr.shape)
@@ -185,7 +186,7 @@ ANSWERS = [
         def flatten_batch(x):
             dims = list(range(x.dim()))
             return x.permute(0, *reversed(dims[1:])).reshape(x.size(0), -1)
-    ''', label="permutes before flattening (element order changes)", words=("order",)),
+    ''', label="permutes before flattening (element order changes)", words=('wrong values',)),
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             x.data = x.reshape(x.size(0), -1)
@@ -201,7 +202,7 @@ ANSWERS = [
                 return x.view(x.size(0), -1)
             except RuntimeError:
                 return x.flatten()
-    ''', label="falls back to flattening everything", words=("contiguous",)),
+    ''', label="falls back to flattening everything", words=('batch dimension',)),
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             out = torch.flatten(x, 1)
@@ -213,7 +214,8 @@ ANSWERS = [
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             return torch.flatten(x, 1).float()
-    ''', label="converts to float32", words=("dtype",)),
+    ''', label="converts to float32", words=("dtype",),
+           defect="wrong answer accepted: every test input is float32, so a dtype change is never seen"),
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             return x.numpy().reshape(x.shape[0], -1)
@@ -221,7 +223,7 @@ ANSWERS = [
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             return x.transpose(-1, -2).reshape(x.size(0), -1)
-    ''', label="transposes the last two dims first", words=("order",)),
+    ''', label="transposes the last two dims first", words=('wrong values',)),
 
     # ------------------------------------------------------------------ 01.to_device
     Answer("01.to_device", "ok", _RECURSIVE_OK, label="isinstance chain, _fields for namedtuples"),
@@ -340,7 +342,7 @@ ANSWERS = [
             if isinstance(batch, tuple):
                 return tuple(to_device(v, device) for v in batch)
             return batch
-    ''', label="modifies dicts and lists in place", words=("unchanged",)),
+    ''', label="modifies dicts and lists in place", words=('in place',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -353,7 +355,7 @@ ANSWERS = [
                     return type(batch)(*moved)
                 return type(batch)(moved)
             return batch
-    ''', label="one level only (no recursion into nested containers)", words=("nested",)),
+    ''', label="one level only (no recursion into nested containers)", words=('top level',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, dict):
@@ -363,7 +365,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return torch.as_tensor(batch).to(device)
-    ''', label="turns numbers and strings into tensors", words=("unchanged",)),
+    ''', label="turns numbers and strings into tensors", words=('str',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -377,7 +379,7 @@ ANSWERS = [
                 return type(batch)(to_device(v, device) for v in batch
                                    if isinstance(v, (torch.Tensor, dict, list, tuple)))
             return batch
-    ''', label="drops non-tensor entries", words=("string",)),
+    ''', label="drops non-tensor entries", words=('expected keys',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -399,7 +401,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="hard-coded .cuda()", words=("device",)),
+    ''', label="hard-coded .cuda()", words=('cuda()',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -423,7 +425,7 @@ ANSWERS = [
             if isinstance(batch, Sequence):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="abc.Sequence without a str guard (recurses into strings)", words=("str",)),
+    ''', label="abc.Sequence without a str guard (recurses into strings)", words=('strings',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -436,7 +438,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="moves tensors by rebinding .data (changes the caller's tensors)", words=("unchanged",)),
+    ''', label="moves tensors by rebinding .data (changes the caller's tensors)", words=('set_data',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             def has_tensor(obj):
@@ -458,7 +460,8 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="returns tensor-free containers themselves, not new ones", words=("new",)),
+    ''', label="returns tensor-free containers themselves, not new ones", words=("new",),
+           defect="wrong answer accepted: the task says 'build new containers', but a container holding no tensor returned as the same object passes"),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -483,7 +486,8 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return copy.deepcopy(batch)
-    ''', label="deep-copies non-tensors instead of returning them as they were", words=("exactly",)),
+    ''', label="deep-copies non-tensors instead of returning them as they were", words=("exactly",),
+           defect="wrong answer accepted: the non-tensors are only str/int (deepcopy returns them as they are); no object deepcopy would duplicate, so 'exactly as it was' is never tested"),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, np.ndarray):
@@ -497,7 +501,8 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="converts NumPy arrays to tensors", words=("unchanged",)),
+    ''', label="converts NumPy arrays to tensors", words=("unchanged",),
+           defect="wrong answer accepted: no NumPy array (or other non-tensor array) in the test batches"),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if type(batch) is torch.Tensor:
@@ -509,7 +514,8 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="type(x) is torch.Tensor misses tensor subclasses", words=("tensor",)),
+    ''', label="type(x) is torch.Tensor misses tensor subclasses", words=("tensor",),
+           defect="wrong answer accepted: no tensor subclass (nn.Parameter, a custom subclass) in the test batches"),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -521,7 +527,8 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="also converts to float32 (int labels change dtype)", words=("dtype",)),
+    ''', label="also converts to float32 (int labels change dtype)", words=('dtype changed',),
+           defect="hint names 'returns non-tensors changed' instead of the tensor's dtype being changed (the expected/found line does show the dtype)"),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -545,5 +552,6 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="returns namedtuples untouched", words=("namedtuple",)),
+    ''', label="returns namedtuples untouched", words=('namedtuple',),
+           defect="hint names 'result of .to() not kept' instead of the namedtuple returned untouched"),
 ]
