@@ -60,7 +60,7 @@ ANSWERS = [
         def per_sample_mse(pred, target):
             p, t = pred.reshape(len(pred), -1), target.reshape(len(target), -1)
             return ((p - t) ** 2).mean(dim=0)
-    ''', label="averages over samples (dim 0)", words=("dim",)),
+    ''', label="averages over samples (dim 0)", words=('dim=0',)),
     Answer("02.per_sample_mse", "fail", '''
         def per_sample_mse(pred, target):
             p, t = pred.reshape(len(pred), -1), target.reshape(len(target), -1)
@@ -81,7 +81,7 @@ ANSWERS = [
         def per_sample_mse(pred, target):
             p, t = torch.atleast_2d(pred), torch.atleast_2d(target)
             return ((p - t) ** 2).mean(dim=1)
-    ''', label="atleast_2d makes (N,) into (1, N)", words=("shape",)),
+    ''', label="atleast_2d makes (N,) into (1, N)", words=('(N, N)',)),
     Answer("02.per_sample_mse", "fail", '''
         def per_sample_mse(pred, target):
             p, t = pred.reshape(len(pred), -1).float(), target.reshape(len(target), -1).float()
@@ -123,7 +123,7 @@ ANSWERS = [
         def per_sample_mse(pred, target):
             p, t = pred.reshape(len(pred), -1), target.reshape(len(target), -1)
             return ((p - t) ** 2).sum(dim=1) / len(pred)
-    ''', label="divides by N instead of D", words=("expected",)),
+    ''', label="divides by N instead of D", words=('wrong values',)),
     Answer("02.per_sample_mse", "fail", '''
         def per_sample_mse(pred, target):
             return ((pred.reshape_as(target) - target) ** 2).mean(dim=-1)
@@ -187,7 +187,7 @@ ANSWERS = [
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.mean(dim=1)
-    ''', label="row means without keepdim (silent on square x)", words=("dim=0",)),
+    ''', label="row means without keepdim (silent on square x)", words=('row means',)),
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.mean(dim=1, keepdim=True)
@@ -195,7 +195,7 @@ ANSWERS = [
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.mean()
-    ''', label="global mean", words=("column",)),
+    ''', label="global mean", words=('global mean',)),
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             x -= x.mean(0)
@@ -216,7 +216,7 @@ ANSWERS = [
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.median(0).values
-    ''', label="median instead of mean", words=("mean",)),
+    ''', label="median instead of mean", words=('wrong values',)),
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.mean(0).unsqueeze(1)
@@ -224,7 +224,7 @@ ANSWERS = [
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.sum(0) / (x.shape[0] - 1)
-    ''', label="divides by N - 1", words=("mean",)),
+    ''', label="divides by N - 1", words=('wrong values',)),
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             out = x - x.mean(0)
@@ -248,11 +248,11 @@ ANSWERS = [
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x - x.min(0).values
-    ''', label="subtracts the column minimum", words=("mean",)),
+    ''', label="subtracts the column minimum", words=('wrong values',)),
     Answer("02.center_columns", "fail", '''
         def center_columns(x):
             return x.T - x.mean(0, keepdim=True).T
-    ''', label="returns the transposed result", words=("shape",)),
+    ''', label="returns the transposed result", words=('wrong values',)),
 
     # ------------------------------------------------------------------ 02.pairwise_sq_dists
     Answer("02.pairwise_sq_dists", "ok", '''
@@ -324,15 +324,16 @@ ANSWERS = [
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return a @ b.T
-    ''', label="dot products", words=("expected",)),
+    ''', label="dot products", words=('wrong values',)),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return (a * a).sum(1, keepdim=True) + (b * b).sum(1) + 2 * a @ b.T
-    ''', label="expansion with + 2ab", words=("expected",)),
+    ''', label="expansion with + 2ab", words=('wrong values',)),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return (a * a).sum(1) + (b * b).sum(1) - 2 * a @ b.T
-    ''', label="expansion without keepdim", words=("keepdim",)),
+    ''', label="expansion without keepdim", words=('keepdim',),
+           defect="hint names 'no unsqueeze: a - b pairs a[i] with b[i]' (code the answer does not contain) instead of the missing keepdim on (a*a).sum(1)"),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return ((a[:, None] - b[None]) ** 2).sum(-1).float()
@@ -340,15 +341,16 @@ ANSWERS = [
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return (a[:, None] - b[None]).abs().sum(-1)
-    ''', label="L1 distance", words=("squared",)),
+    ''', label="L1 distance", words=('wrong values',)),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return ((a[:, None] - b[None]) ** 2).mean(-1)
-    ''', label="mean over D instead of sum", words=("mean",)),
+    ''', label="mean over D instead of sum", words=('wrong values',)),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return torch.stack(list(map(lambda row: ((row - b) ** 2).sum(1), a)))
-    ''', label="map over rows (a Python loop in disguise)", words=("loop",)),
+    ''', label="map over rows (a Python loop in disguise)", words=("loop",),
+           defect="wrong answer accepted: map(lambda ...) over the rows is a Python loop, but only for/while/comprehensions are detected"),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             rows = []
@@ -370,5 +372,6 @@ ANSWERS = [
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return ((a[:, None] - b[None]) ** 2).sum(-1).squeeze()
-    ''', label="squeeze() breaks N = 1 or M = 1", words=("squeeze",)),
+    ''', label="squeeze() breaks N = 1 or M = 1", words=('squeeze()',),
+           defect="hint names 'no unsqueeze: compares row i with row i only' instead of the final squeeze() dropping the size-1 dim"),
 ]
