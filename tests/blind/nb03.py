@@ -84,7 +84,8 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / len(x)).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="divides by the batch size instead of k", words=("divide",)),
+    ''', label="divides by the batch size instead of k", words=('divide',),
+           defect="hint names x.split(micro_batches) (chunks of that size) although the answer uses chunk and divides each loss by len(x)"),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
@@ -92,7 +93,7 @@ ANSWERS = [
                 (loss_fn(model(xb), yb) / micro_batches).backward()
                 break
             return [p.grad for p in model.parameters()]
-    ''', label="uses only the first micro-batch", words=("expected",)),
+    ''', label="uses only the first micro-batch", words=('wrong values',)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             for p in model.parameters():
@@ -121,14 +122,16 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / micro_batches).backward()
             return [p.grad for p in model.parameters() if p.grad is not None]
-    ''', label="drops the None entries of frozen parameters", words=("None",)),
+    ''', label="drops the None entries of frozen parameters", words=("None",),
+           defect="wrong answer accepted: no test model has a frozen parameter, so a list without the None entries is never told apart"),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
             total = sum(loss_fn(model(xb), yb) for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)))
             (total / micro_batches).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="one backward over the summed losses (not per micro-batch)", words=("backward",)),
+    ''', label="one backward over the summed losses (not per micro-batch)", words=("backward",),
+           defect="wrong answer accepted: the task says backward() on each micro-batch; one backward over the summed micro-batch losses (all graphs kept alive) passes"),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
@@ -144,7 +147,7 @@ ANSWERS = [
                 for p in model.parameters():
                     p.grad /= micro_batches
             return [p.grad for p in model.parameters()]
-    ''', label="divides twice (k squared)", words=("divide",)),
+    ''', label="divides twice (k squared)", words=('0.25 times',)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.eval()
@@ -159,14 +162,14 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / micro_batches).backward()
             return list(model.parameters())
-    ''', label="returns the parameters, not their gradients", words=("grad",)),
+    ''', label="returns the parameters, not their gradients", words=('wrong values',)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
             for xb in x.chunk(micro_batches):
                 (loss_fn(model(xb), y) / micro_batches).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="does not split y", words=("y",)),
+    ''', label="does not split y", words=('must match',)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             for p in model.parameters():
@@ -174,14 +177,15 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / micro_batches).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="gives frozen parameters a zero .grad instead of None", words=("None",)),
+    ''', label="gives frozen parameters a zero .grad instead of None", words=("None",),
+           defect="wrong answer accepted: no test model has a frozen parameter (whose full-batch gradient is None, not zeros)"),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) * micro_batches).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="multiplies by k instead of dividing", words=("divide",)),
+    ''', label="multiplies by k instead of dividing", words=('16 times',)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
@@ -258,7 +262,8 @@ ANSWERS = [
             leaf = x.clone().requires_grad_()
             f(leaf).backward()
             return leaf.grad
-    ''', label="backward on a clone: non-leaf when x requires grad, x.grad accumulates", words=("grad",)),
+    ''', label="backward on a clone: non-leaf when x requires grad, x.grad accumulates", words=('non-leaf',),
+           defect="message says 'returned None: did you forget `return`?' although the answer returns leaf.grad, which is None because the clone of a requires-grad x is not a leaf"),
     Answer("03.gradient_at", "fail", '''
         def gradient_at(f, x):
             leaf = x.detach().float().requires_grad_()
@@ -285,7 +290,7 @@ ANSWERS = [
                 x.requires_grad_()
             f(x).backward()
             return x.grad
-    ''', label="returns x.grad that already held an old gradient", words=("grad",)),
+    ''', label="returns x.grad that already held an old gradient", words=('stale',)),
     Answer("03.gradient_at", "fail", '''
         def gradient_at(f, x):
             leaf = x.detach().clone().requires_grad_()
@@ -422,7 +427,7 @@ ANSWERS = [
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             return torch.full_like(x, ((f(x + eps) - f(x - eps)) / (2 * eps)).item())
-    ''', label="perturbs all elements at once", words=("one element",)),
+    ''', label="perturbs all elements at once", words=('all elements at once',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)
@@ -435,7 +440,8 @@ ANSWERS = [
                     x.view(-1)[i] += eps
                     grad.view(-1)[i] = (fp - fm) / (2 * eps)
             return grad
-    ''', label="perturbs x in place, restores by arithmetic (rounding changes x)", words=("unchanged",)),
+    ''', label="perturbs x in place, restores by arithmetic (rounding changes x)", words=('changes x in place',),
+           defect="hint names 'eps argument ignored' instead of x perturbed in place (the first line does say x was modified in place)"),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)
@@ -447,7 +453,7 @@ ANSWERS = [
                     fm = f(x)
                     grad.view(-1)[i] = (fp - fm) / (2 * eps)
             return grad
-    ''', label="perturbs x in place, never restores", words=("unchanged",)),
+    ''', label="perturbs x in place, never restores", words=('changes x in place',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros(x.shape)
@@ -469,7 +475,8 @@ ANSWERS = [
                 xp.view(-1)[i] += eps
                 grad.view(-1)[i] = (fp - fm) / (2 * eps)
             return grad
-    ''', label="xp = x is an alias, not a copy", words=("unchanged",)),
+    ''', label="xp = x is an alias, not a copy", words=('changes x in place',),
+           defect="hint names 'eps argument ignored' instead of x perturbed in place through the alias xp = x (the first line does say x was modified in place)"),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)
@@ -496,7 +503,7 @@ ANSWERS = [
                 e[i] = eps
                 grad[i] = (f(x + e) - f(x - e)) / (2 * eps)
             return grad
-    ''', label="x[i] perturbs whole rows of a 2-D x", words=("element",)),
+    ''', label="x[i] perturbs whole rows of a 2-D x", words=('wrong values',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             leaf = x.detach().clone().requires_grad_()
@@ -511,7 +518,7 @@ ANSWERS = [
                 e.view(-1)[i] = h
                 grad.view(-1)[i] = (f(x + e) - f(x - e)) / (2 * h)
             return grad
-    ''', label="relative step (0 at x_i = 0)", words=("eps",)),
+    ''', label="relative step (0 at x_i = 0)", words=('wrong values',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)
@@ -520,7 +527,7 @@ ANSWERS = [
                 e.view(-1)[i] = eps
                 grad.view(-1)[i] = (f(x - e) - f(x + e)) / (2 * eps)
             return grad
-    ''', label="sign flipped", words=("sign",)),
+    ''', label="sign flipped", words=('wrong values',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             x32 = x.float()
@@ -539,7 +546,7 @@ ANSWERS = [
                 e.view(-1)[i] = eps
                 grad.view(-1)[i] = (f(x + e) - f(x - e)) / (2 * eps)
             return grad
-    ''', label="off by one: last element never computed", words=("element",)),
+    ''', label="off by one: last element never computed", words=('wrong values',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)
@@ -549,7 +556,7 @@ ANSWERS = [
                     e[i, j] = eps
                     grad[i, j] = (f(x + e) - f(x - e)) / (2 * eps)
             return grad
-    ''', label="works only for 2-D x", words=("shape",)),
+    ''', label="works only for 2-D x", words=('IndexError',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             out = []
@@ -568,5 +575,5 @@ ANSWERS = [
                 e.view(-1)[i] = eps
                 grad.view(-1)[i] = (f(x + e) - f(x - e)) / (2 * eps)
             return grad
-    ''', label="range(len(x)) covers only the first len(x) elements of a 2-D x", words=("element",)),
+    ''', label="range(len(x)) covers only the first len(x) elements of a 2-D x", words=('wrong values',)),
 ]
