@@ -140,7 +140,7 @@ ANSWERS = [
                         x = nn.Linear(a, b)(x)
                     return x
             return MLP()
-    ''', label="layers created in forward", words=("forward",)),
+    ''', label="layers created in forward", words=('registered',)),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
@@ -160,7 +160,7 @@ ANSWERS = [
                         x = layer(torch.relu(x) if i else x)
                     return x
             return MLP()
-    ''', label="plain dict of layers (not registered)", words=("ModuleDict",)),
+    ''', label="plain dict of layers (not registered)", words=('registered',)),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
@@ -185,14 +185,15 @@ ANSWERS = [
             for a, b in zip(sizes[:-1], sizes[1:]):
                 layers += [nn.Linear(a, b), nn.ReLU(), nn.Dropout(0.1)]
             return nn.Sequential(*layers[:-2])
-    ''', label="adds Dropout between layers", words=("Dropout",)),
+    ''', label="adds Dropout between layers", words=('wrong values',)),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
             for a, b in zip(sizes[:-1], sizes[1:]):
                 layers += [nn.Linear(a, b), nn.ReLU]
             return nn.Sequential(*layers[:-1])
-    ''', label="nn.ReLU class, not an instance", words=("ReLU()",)),
+    ''', label="nn.ReLU class, not an instance", words=('ReLU()',),
+           defect="hint names 'a list passed to nn.Sequential' (the answer does use the star) instead of the nn.ReLU class passed without ()"),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
@@ -218,14 +219,14 @@ ANSWERS = [
                         x = layer(torch.relu(x) if i else x)
                     return x
             return MLP()
-    ''', label="forgets super().__init__()", words=("super",)),
+    ''', label="forgets super().__init__()", words=('Module.__init__()',)),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
             for a, b in zip(sizes[:-1], sizes[1:]):
                 layers += [nn.Linear(a, b), nn.ReLU()]
             return nn.Sequential(*layers[:-1], nn.Softmax(dim=-1))
-    ''', label="Softmax at the end", words=("last",)),
+    ''', label="Softmax at the end", words=('wrong values',)),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
@@ -297,15 +298,17 @@ ANSWERS = [
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for p in model.parameters() if not p.requires_grad)
-    ''', label="counts the frozen ones only", words=("requires_grad",)),
+    ''', label="counts the frozen ones only", words=('frozen',),
+           defect="hint names 'tests p.grad instead of p.requires_grad' instead of the inverted requires_grad test"),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(v.numel() for v in model.state_dict().values() if v.requires_grad)
-    ''', label="state_dict tensors are detached (always 0)", words=("state_dict",)),
+    ''', label="state_dict tensors are detached (always 0)", words=('state_dict',),
+           defect="hint names 'tests p.grad instead of p.requires_grad' instead of state_dict() values being detached (requires_grad always False)"),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for m in model.modules() for p in m.parameters() if p.requires_grad)
-    ''', label="modules() x parameters() counts nested parameters several times", words=("once",)),
+    ''', label="modules() x parameters() counts nested parameters several times", words=('trainable scalars',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for p in model.parameters() if p.grad is not None)
@@ -321,7 +324,7 @@ ANSWERS = [
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for c in model.children() for p in c.parameters(recurse=False) if p.requires_grad)
-    ''', label="only the direct children's own parameters", words=("expected",)),
+    ''', label="only the direct children's own parameters", words=('trainable scalars',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return float(sum(p.numel() for p in model.parameters() if p.requires_grad))
@@ -330,16 +333,17 @@ ANSWERS = [
         def count_trainable(model):
             return sum(m.weight.numel() + (m.bias.numel() if m.bias is not None else 0)
                        for m in model.modules() if isinstance(m, nn.Linear) and m.weight.requires_grad)
-    ''', label="only Linear layers", words=("expected",)),
+    ''', label="only Linear layers", words=('trainable scalars',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for p in model.parameters(recurse=False) if p.requires_grad)
-    ''', label="recurse=False: top-level parameters only", words=("expected",)),
+    ''', label="recurse=False: top-level parameters only", words=('recurse=False',),
+           defect="hint names 'tests p.grad instead of p.requires_grad' instead of parameters(recurse=False) seeing only the top module's own parameters"),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             model.requires_grad_(True)
             return sum(p.numel() for p in model.parameters() if p.requires_grad)
-    ''', label="unfreezes everything before counting", words=("requires_grad",)),
+    ''', label="unfreezes everything before counting", words=('requires_grad changed',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             total = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -424,7 +428,7 @@ ANSWERS = [
                 nn.init.kaiming_normal_(module.weight, a=math.sqrt(5))
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-    ''', label="a=sqrt(5) (the default Linear gain)", words=("std",)),
+    ''', label="a=sqrt(5) (the default Linear gain)", words=('a=sqrt(5)',)),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if isinstance(module, nn.Linear):
@@ -485,14 +489,16 @@ ANSWERS = [
                 module.weight = nn.Parameter(torch.randn(module.out_features, module.in_features) * std)
                 if module.bias is not None:
                     module.bias = nn.Parameter(torch.zeros(module.out_features))
-    ''', label="replaces the Parameters instead of changing them in place", words=("in place",)),
+    ''', label="replaces the Parameters instead of changing them in place", words=("in place",),
+           defect="wrong answer accepted: the task says 'changed in place', but new nn.Parameter objects (an optimizer built earlier keeps the old ones) pass"),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if type(module) == nn.Linear:
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-    ''', label="type(m) == nn.Linear skips Linear subclasses", words=("Linear",)),
+    ''', label="type(m) == nn.Linear skips Linear subclasses", words=("Linear",),
+           defect="wrong answer accepted: no test model holds a subclass of nn.Linear (e.g. MultiheadAttention's out_proj)"),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if isinstance(module, nn.Linear):
@@ -507,20 +513,21 @@ ANSWERS = [
                 module.weight.data = torch.randn(module.out_features, module.in_features) * std
                 if module.bias is not None:
                     module.bias.data = torch.zeros(module.out_features)
-    ''', label="new float32 tensors (a float64 layer changes dtype)", words=("dtype",)),
+    ''', label="new float32 tensors (a float64 layer changes dtype)", words=("dtype",),
+           defect="wrong answer accepted: no float64 (or non-CPU) test layer, so fresh float32 .data replacing the weight goes unseen"),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if isinstance(module, nn.Linear):
                 module.weight.normal_(0, math.sqrt(2 / module.in_features))
                 if module.bias is not None:
                     module.bias.zero_()
-    ''', label="in-place on a leaf that requires grad, without no_grad", words=("no_grad",)),
+    ''', label="in-place on a leaf that requires grad, without no_grad", words=('leaf Variable',)),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
                 nn.init.zeros_(module.bias)
-    ''', label="skips Linear layers without a bias", words=("bias",)),
+    ''', label="skips Linear layers without a bias", words=('default init',)),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             torch.set_grad_enabled(False)
@@ -711,7 +718,8 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return stds
-    ''', label="runs the model twice", words=("once",)),
+    ''', label="runs the model twice", words=("once",),
+           defect="wrong answer accepted: the task says run model(x) once; a second forward (BatchNorm stats updated twice, Dropout redrawn) is not detected"),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds = {}
@@ -720,7 +728,8 @@ ANSWERS = [
                     x = m(x)
                     stds[name] = x.std().item()
             return stds
-    ''', label="no hooks: chains the leaves by hand (wrong for a custom forward)", words=("hook",)),
+    ''', label="no hooks: chains the leaves by hand (wrong for a custom forward)", words=("hook",),
+           defect="wrong answer accepted: every test model's forward equals chaining its leaves in named_modules() order; no model with a custom forward (residual, branches, functional ops)"),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             model.eval()
@@ -733,7 +742,8 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return stds
-    ''', label="switches the model to eval mode", words=("eval",)),
+    ''', label="switches the model to eval mode", words=("eval",),
+           defect="wrong answer accepted: model.eval() left switched on the caller's model is not detected"),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds, handles = {}, []
@@ -745,7 +755,7 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return stds
-    ''', label="variance instead of std", words=("var",)),
+    ''', label="variance instead of std", words=('expected std',)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds, handles = {}, []
@@ -757,7 +767,7 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return stds
-    ''', label="mean of per-feature stds", words=("std",)),
+    ''', label="mean of per-feature stds", words=('expected std',)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds, handles = {}, []
@@ -792,7 +802,8 @@ ANSWERS = [
             for m in model.modules():
                 m._forward_hooks.clear()
             return stds
-    ''', label="clears _forward_hooks (also removes hooks that were there before)", words=("hook",)),
+    ''', label="clears _forward_hooks (also removes hooks that were there before)", words=("hook",),
+           defect="wrong answer accepted: no test model carries a hook of its own before the call, so clearing _forward_hooks wholesale goes unseen"),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds, handles = {}, []
@@ -806,7 +817,8 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return stds
-    ''', label="hook returns a value (setdefault): replaces the module's output", words=("return",)),
+    ''', label="hook returns a value (setdefault): replaces the module's output", words=('replaces',),
+           defect="message is only the crash inside model(x) (relu() got a float); nothing says the hook returned a value, which replaces the module's output"),
     Answer("04.layer_output_stds", "fail", '''
         _STDS = {}
 
@@ -820,7 +832,7 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return _STDS
-    ''', label="module-level dict keeps keys from earlier calls", words=("expected",)),
+    ''', label="module-level dict keeps keys from earlier calls", words=('expected keys',)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds = {}
