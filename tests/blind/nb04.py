@@ -537,6 +537,16 @@ ANSWERS = [
                     module.bias.zero_()
     ''', label="set_grad_enabled(False) left switched off", words=("grad",)),
 
+    Answer("04.kaiming_init", "fail", '''
+        def kaiming_init(module):
+            if isinstance(module, nn.Linear):
+                torch.manual_seed(0)
+                nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+    ''', label="re-seeds the global RNG inside (same-shaped layers get identical weights)", words=("seed",),
+           defect="wrong answer accepted: torch.manual_seed inside the init (global RNG state changed; every same-shaped Linear gets the same weights) is not detected"),
+
     # ------------------------------------------------------------------ 04.layer_output_stds
     Answer("04.layer_output_stds", "ok", '''
         def layer_output_stds(model, x):
