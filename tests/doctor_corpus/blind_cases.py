@@ -809,6 +809,131 @@ def _hvpnet(fixed: bool) -> Setup:
     return model, nn.CrossEntropyLoss(), torch.optim.AdamW(groups), (tokens, tags), _tagger_step
 
 
+# --- B23. DANN heads ending in Softmax, trained with CrossEntropyLoss (dict batch, gradient reversal) -------------
+# https://github.com/NaJaeMin92/pytorch-DANN/issues/7 : the class classifier and the domain discriminator ended
+# in a softmax layer, which made the model hard to train; the maintainer removed it because CrossEntropyLoss
+# already applies log-softmax. The discriminator sits behind a gradient reversal layer (a custom
+# autograd.Function), the batch is a dict of source images, their labels and target-domain images.
+
+class _GradReverse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, alpha: float) -> torch.Tensor:
+        ctx.alpha = alpha
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return -ctx.alpha * grad, None
+
+
+class _DANN(nn.Module):
+    def __init__(self, softmax: bool) -> None:
+        super().__init__()
+        tail = [nn.Softmax(dim=1)] if softmax else []
+        self.extractor = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten())
+        self.classifier = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 4), *tail)
+        self.discriminator = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 2), *tail)
+
+    def forward(self, images: torch.Tensor, alpha: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.extractor(images)
+        return self.classifier(features), self.discriminator(_GradReverse.apply(features, alpha))
+
+
+def _dann_step(model, batch, optimizer, loss_fn):
+    source, target = batch["source"], batch["target"]
+    images = torch.cat([source, target])
+    domains = torch.cat([torch.zeros(len(source)), torch.ones(len(target))]).long()
+    class_scores, domain_scores = model(images)
+    loss = loss_fn(class_scores[:len(source)], batch["label"]) + loss_fn(domain_scores, domains)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _dann(fixed: bool) -> Setup:
+    torch.manual_seed(153)
+    model = _DANN(softmax=not fixed)
+    source = torch.rand(24, 3, 12, 12, generator=_g(154))
+    target = torch.rand(24, 3, 12, 12, generator=_g(155)) * 0.8 + 0.2
+    label = source.mean(dim=(2, 3)).argmax(dim=1) + (source[:, 0, :6].mean(dim=(1, 2)) > 0.5).long()
+    return (model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+            {"source": source, "label": label, "target": target}, _dann_step)
+
+
+# --- B24. (batch, time, notes) scores into CrossEntropyLoss; the fix reshapes inside the loss ------------------------
+# https://github.com/tsunrise/everybody-compose/pull/49 ("fix: reshape pred and target in cross entropy loss
+# computation"): the prediction is reshaped to (N, C) and the target to (N,), as CrossEntropyLoss expects;
+# without it a (batch, time, notes) prediction against (batch, time) targets is rejected ("Expected target
+# size"). The fixed program does the reshape inside its loss function.
+
+class _Composer(nn.Module):
+    def __init__(self, notes: int = 20, dim: int = 16) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(notes, dim)
+        self.lstm = nn.LSTM(dim, dim, batch_first=True)
+        self.out = nn.Linear(dim, notes)
+
+    def forward(self, melody: torch.Tensor) -> torch.Tensor:
+        hidden, _ = self.lstm(self.embedding(melody))
+        return self.out(hidden)
+
+
+def _note_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(pred.reshape(-1, pred.size(-1)), target.reshape(-1))
+
+
+def _compose(fixed: bool) -> Setup:
+    torch.manual_seed(156)
+    model = _Composer()
+    melody = torch.randint(0, 20, (16, 13), generator=_g(157))
+    return (model, _note_loss if fixed else nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2),
+            (melody[:, :-1], melody[:, 1:]), None)
+
+
+# --- B25. float64 NumPy features in linear regression from scratch (hand-written SGD) --------------------------------
+# https://github.com/ShusenTang/Dive-into-DL-PyTorch/issues/31 : the from-scratch linear regression raised
+# "Expected object of scalar type Double but got scalar type Float": the features came from NumPy as float64
+# while the parameters were float32; the fix converts the features (and labels) to float32. The update is
+# hand-written (param.data -= lr * grad / batch_size, then grad.data.zero_()), as in the book.
+
+class _LinReg(nn.Module):
+    def __init__(self, inputs: int = 2) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(inputs, 1) * 0.01)
+        self.b = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.mm(x, self.w) + self.b
+
+
+def _sgd_step(lr: float = 0.03) -> Callable:
+    def train_step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        loss = loss_fn(model(x), y.view(-1, 1)).sum()
+        loss.backward()
+        for param in (model.w, model.b):
+            param.data -= lr * param.grad / len(x)
+            param.grad.data.zero_()
+        return loss.item()
+    return train_step
+
+
+def _squared_loss(y_hat: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (y_hat - y.view(y_hat.size())) ** 2 / 2
+
+
+def _linreg(fixed: bool) -> Setup:
+    torch.manual_seed(158)
+    model = _LinReg()
+    g = _g(159)
+    features = torch.randn(64, 2, generator=g, dtype=torch.float64)  # as torch.from_numpy(np.random.normal(...))
+    labels = 2 * features[:, 0] - 3.4 * features[:, 1] + 4.2 + 0.01 * torch.randn(64, generator=g, dtype=torch.float64)
+    if fixed:
+        features, labels = features.float(), labels.float()
+    return model, _squared_loss, torch.optim.SGD(model.parameters(), lr=0.03), (features, labels), _sgd_step()
+
+
 BLIND_CASES: list[Case] = [
     Case("ReLU applied to the classifier's logits", "https://github.com/hunkim/PyTorchZeroToAll/pull/4",
          "RELU_ON_OUTPUT", lambda: _relu_logits(False), lambda: _relu_logits(True)),
@@ -861,4 +986,11 @@ BLIND_CASES: list[Case] = [
          "EVAL_MODE_LEFT_ON", lambda: _mmd(False), lambda: _mmd(True)),
     Case("parameter groups leave out the tagger head and CRF", "https://github.com/zjunlp/HVPNeT/issues/5",
          "PARAM_NOT_IN_OPTIMIZER", lambda: _hvpnet(False), lambda: _hvpnet(True)),
+    Case("DANN heads ending in Softmax with CrossEntropyLoss (dict batch)",
+         "https://github.com/NaJaeMin92/pytorch-DANN/issues/7",
+         "SOFTMAX_BEFORE_CE", lambda: _dann(False), lambda: _dann(True)),
+    Case("(batch, time, notes) scores into CrossEntropyLoss", "https://github.com/tsunrise/everybody-compose/pull/49",
+         "TARGET_SHAPE", lambda: _compose(False), lambda: _compose(True)),
+    Case("float64 NumPy features, hand-written SGD", "https://github.com/ShusenTang/Dive-into-DL-PyTorch/issues/31",
+         "DTYPE_MISMATCH", lambda: _linreg(False), lambda: _linreg(True)),
 ]
