@@ -346,8 +346,7 @@ plt.show()
 # scale the first three bars, batch size the last; the precision menu is the subject of the next
 # sections.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from course_utils.widgets.memory_calculator import memory_calculator
 
 cnn_params = sum(p.numel() for p in cnn.parameters())
@@ -721,8 +720,7 @@ check("08.amp_train_step", amp_train_step)
 # on the hardware having fast 16-bit units. Time a training step of a small MLP in float32 and
 # under autocast here:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 speed_net = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10)).to(amp_device)
@@ -916,8 +914,7 @@ print("identical gradients:", all(torch.equal(a.grad, b.grad)
 # at a time is recomputed, so the real peak adds one block's activations back. The gradients are
 # bit-for-bit the same: the recomputation is the same arithmetic. The price is time:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def seconds_per_forward_backward(model: nn.Module, repeats: int = 3) -> float:
     def run() -> None:
         model.zero_grad()
@@ -979,8 +976,7 @@ print("same gradients (to float32 rounding):", all(torch.allclose(a.grad, b.grad
 # four smaller forward and backward passes instead of one, which use the hardware less efficiently.
 # Measured here:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def accumulation_seconds(n_micro: int, repeats: int = 3) -> tuple[float, nn.Module]:
     model = copy.deepcopy(cnn)
     parts = [(x.clone(), y.clone()) for x, y in zip(xa.chunk(n_micro), ya.chunk(n_micro))]

@@ -244,8 +244,7 @@ print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
 # (`ddp_lab.lesson_worker`): the gradient step above, a short training run (section 5) and the
 # experiments of section 7. The cell prints how this kernel started them.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import time
 
 checkpoint_path = workdir / "ddp_checkpoint.pt"

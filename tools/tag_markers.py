@@ -1,7 +1,7 @@
 """Turn ``# NBVAL_IGNORE_OUTPUT`` comment lines in lessons into the ``nbval-ignore-output`` cell tag.
 
 nbval reads the tag as it reads the comment, but a tag is metadata the learner never sees in the cell.
-Idempotent: run it after adding a cell with the old comment (``python -m tools.tag_markers``).
+Idempotent: run it after adding a cell with the old comment (``python -m tools.tag_markers [NN ...]``).
 
 Example:
     >>> print(retag('# %%\\n# NBVAL_IGNORE_OUTPUT\\nx = 1\\n'), end="")
@@ -43,8 +43,13 @@ def retag(text: str) -> str:
     return "".join(out)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    prefixes = sys.argv[1:] if argv is None else argv
     for lesson in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py")):
+        if prefixes and not any(lesson.name.startswith(p) for p in prefixes):
+            continue
         text = lesson.read_text(encoding="utf-8")
         new = retag(text)
         if new != text:
