@@ -359,7 +359,7 @@ ANSWERS = [
                 count += len(y)
             optimizer.step()
             return total / count
-    ''', label="zero_grad every batch but a single optimizer.step() after the loop", words=("step",)),
+    ''', label="zero_grad every batch but a single optimizer.step() after the loop", words=('every batch', ), defect="message does not name the mistake: only expected/found (one optimizer.step() per epoch instead of per batch)"),
     # ------------------------------------------------------------------ 06.evaluate
     Answer("06.evaluate", "ok", '''
         def evaluate(model, loader, device):
