@@ -2,7 +2,7 @@
 from tests.blind import Answer
 
 ANSWERS = [
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -18,7 +18,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="canonical: Path, .tmp next to it, flush, fsync, os.replace"),
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             import os, tempfile
             from course_utils.checkpoint import capture_rng_state
@@ -32,7 +32,7 @@ ANSWERS = [
                 tmp_name = f.name
             os.replace(tmp_name, os.fspath(path))
     ''', label="NamedTemporaryFile in the same folder, os.fspath"),
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             import os, tempfile
             from course_utils.checkpoint import capture_rng_state
@@ -51,7 +51,7 @@ ANSWERS = [
                     os.remove(tmp)
                 raise
     ''', label="mkstemp + fdopen, cleans up the temp file on error"),
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -74,7 +74,7 @@ ANSWERS = [
             finally:
                 os.close(dir_fd)
     ''', label="serialise to BytesIO, Path.replace, fsync the folder too"),
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def _write_atomically(obj, path):
             import os
             tmp = str(path) + ".tmp"
@@ -91,7 +91,7 @@ ANSWERS = [
                                "scheduler": scheduler.state_dict(), "epoch": int(epoch), "step": int(step),
                                "best_metric": best_metric, "rng": capture_rng_state(generator)}, path)
     ''', label="helper, str(path) + '.tmp'", name='save_checkpoint'),
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -110,7 +110,7 @@ ANSWERS = [
                 f.close()
             replace(tmp, final)
     ''', label="from os import fsync, replace (names bound at call time)"),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -118,7 +118,7 @@ ANSWERS = [
                           "best_metric": best_metric, "rng": capture_rng_state(generator)}
             torch.save(checkpoint, path)
     ''', label="torch.save straight to path (not atomic)", words=('os.replace',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -132,7 +132,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="temp file in the system temp folder, not next to path", words=('same folder',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -145,7 +145,7 @@ ANSWERS = [
                 f.flush()
             os.replace(tmp, path)
     ''', label="no os.fsync", words=('fsync',)),
-    Answer('09.save_checkpoint', 'ok', '''
+    Answer('09.save_checkpoint', 'ok', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -158,7 +158,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="fsync without an explicit flush (torch.save flushes a file object itself)"),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -169,7 +169,7 @@ ANSWERS = [
             torch.save(checkpoint, tmp)
             os.replace(tmp, path)
     ''', label="torch.save(obj, tmp) then replace: never fsynced", words=('fsync',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -183,7 +183,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.rename(tmp, path)
     ''', label="os.rename instead of os.replace", words=('os.replace', ), defect="wrong answer accepted (os.rename raises on Windows when the target exists; the task names os.replace)"),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -197,7 +197,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             shutil.copyfile(tmp, path)
     ''', label="copies the temp file instead of renaming (not atomic, temp left behind)", words=('os.replace',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -211,7 +211,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="path + '.tmp' (only works for str)", words=('Path',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -225,7 +225,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="path.with_suffix (only works for Path)", words=('str',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -240,7 +240,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="saves the model object instead of its state_dict", words=('Sequential', )),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -255,7 +255,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="no rng entry", words=('rng',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -270,7 +270,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="rng = torch.get_rng_state() only (NumPy, random, generator missing)", words=('capture_rng_state', )),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -285,7 +285,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="capture_rng_state() without the DataLoader generator", words=('generator',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -300,7 +300,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="no scheduler entry", words=('scheduler',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model_state_dict": model.state_dict(), "optimizer_state_dict": optimizer.state_dict(),
@@ -316,7 +316,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="tutorial key names (model_state_dict ...)", words=('model',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -331,7 +331,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="epoch and step swapped", words=('epoch',)),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -346,7 +346,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="float(best_metric) crashes when best_metric is None", words=('None', ), defect="wrong answer accepted (no case passes best_metric=None, which the lesson itself uses)"),
-    Answer('09.save_checkpoint', 'fail', '''
+    Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
             checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -362,7 +362,7 @@ ANSWERS = [
                 os.fsync(f.fileno())
             os.replace(tmp, path)
     ''', label="also pickles the torch.Generator object", words=('Generator', )),
-    Answer('09.load_checkpoint', 'ok', '''
+    Answer('09.load_checkpoint', 'ok', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -372,7 +372,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="canonical"),
-    Answer('09.load_checkpoint', 'ok', '''
+    Answer('09.load_checkpoint', 'ok', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             from pathlib import Path
@@ -382,7 +382,7 @@ ANSWERS = [
             restore_rng_state(checkpoint["rng"], generator)
             return checkpoint
     ''', label="default weights_only, loop over the three objects"),
-    Answer('09.load_checkpoint', 'ok', '''
+    Answer('09.load_checkpoint', 'ok', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             import course_utils.checkpoint as ck
             with open(path, "rb") as f:
@@ -394,7 +394,7 @@ ANSWERS = [
             ck.restore_rng_state(state["rng"], generator=generator)
             return state
     ''', label="open file object, check the load report"),
-    Answer('09.load_checkpoint', 'ok', '''
+    Answer('09.load_checkpoint', 'ok', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(str(path), weights_only=True, map_location=map_location)
@@ -404,7 +404,7 @@ ANSWERS = [
             model.load_state_dict(ckpt["model"])
             return ckpt
     ''', label="restores in reverse order, str(path)"),
-    Answer('09.load_checkpoint', 'ok', '''
+    Answer('09.load_checkpoint', 'ok', r'''
         def _restore(ckpt, model, optimizer, scheduler, generator):
             from course_utils.checkpoint import restore_rng_state
             model.load_state_dict(ckpt["model"])
@@ -418,7 +418,7 @@ ANSWERS = [
             _restore(ckpt, model, optimizer, scheduler, generator)
             return ckpt
     ''', label="helper function", name='load_checkpoint'),
-    Answer('09.load_checkpoint', 'ok', '''
+    Answer('09.load_checkpoint', 'ok', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             import os
@@ -431,7 +431,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return dict(ckpt)
     ''', label="checks the file exists, returns a dict copy"),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=False)
@@ -441,7 +441,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="weights_only=False", words=('weights_only',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
@@ -451,7 +451,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="ignores map_location (always 'cpu')", words=('map_location',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, weights_only=True)
@@ -461,7 +461,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="no map_location at all", words=('map_location',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -470,7 +470,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="optimizer not restored", words=('optimizer',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -479,7 +479,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="scheduler not restored", words=('scheduler',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -488,7 +488,7 @@ ANSWERS = [
             scheduler.load_state_dict(ckpt["scheduler"])
             return ckpt
     ''', label="RNG not restored", words=('rng',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -498,7 +498,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"])
             return ckpt
     ''', label="restore_rng_state without the generator", words=('generator',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -508,7 +508,7 @@ ANSWERS = [
             torch.set_rng_state(ckpt["rng"]["torch"])
             return ckpt
     ''', label="restores only torch's CPU generator by hand", words=('rng',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -518,7 +518,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return None
     ''', label="returns nothing", words=('return',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -528,7 +528,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt["epoch"]
     ''', label="returns only the epoch", words=('dict',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -538,7 +538,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="assign=True: the optimizer keeps the old parameter objects", words=('assign', ), defect="message does not name the mistake: only 'does not reproduce the uninterrupted run' (assign=True leaves the optimizer on the old parameters)"),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -549,7 +549,7 @@ ANSWERS = [
             torch.manual_seed(0)
             return ckpt
     ''', label="reseeds torch after restoring", words=('rng',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -559,7 +559,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="loads the whole checkpoint dict into the model", words=('model',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path.open("rb"), map_location=map_location, weights_only=True)
@@ -569,7 +569,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="path.open (only works for Path)", words=('str',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             if not path.endswith(".pt"):
@@ -581,7 +581,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="path.endswith (only works for str)", words=('Path',)),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
@@ -592,7 +592,7 @@ ANSWERS = [
             model.train(False)
             return ckpt
     ''', label="leaves the model in eval mode after loading", words=('eval', ), defect="wrong answer accepted (model left in eval mode after loading)"),
-    Answer('09.load_checkpoint', 'fail', '''
+    Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
             ckpt = torch.load(path, map_location=torch.device(map_location), weights_only=True)
@@ -602,7 +602,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
     ''', label="torch.device(map_location) breaks a mapping or a function", words=('map_location',)),
-    Answer('09.latest_checkpoint', 'ok', '''
+    Answer('09.latest_checkpoint', 'ok', r'''
         def latest_checkpoint(folder):
             import re
             from pathlib import Path
@@ -613,7 +613,7 @@ ANSWERS = [
                     best = (int(m.group(1)), p)
             return best[1] if best else None
     ''', label="re.fullmatch over iterdir"),
-    Answer('09.latest_checkpoint', 'ok', '''
+    Answer('09.latest_checkpoint', 'ok', r'''
         def latest_checkpoint(folder):
             import re
             from pathlib import Path
@@ -621,7 +621,7 @@ ANSWERS = [
             found = [(int(m[1]), p) for p in Path(folder).glob("epoch-*.pt") if (m := pattern.match(p.name))]
             return max(found)[1] if found else None
     ''', label="glob + anchored regex + max of tuples"),
-    Answer('09.latest_checkpoint', 'ok', '''
+    Answer('09.latest_checkpoint', 'ok', r'''
         def latest_checkpoint(folder):
             import os
             from pathlib import Path
@@ -636,7 +636,7 @@ ANSWERS = [
                 return None
             return epochs[max(epochs)]
     ''', label="listdir, startswith/endswith, isdigit"),
-    Answer('09.latest_checkpoint', 'ok', '''
+    Answer('09.latest_checkpoint', 'ok', r'''
         def _epoch(path):
             stem = path.name.removeprefix("epoch-").removesuffix(".pt")
             return int(stem) if path.name.startswith("epoch-") and path.name.endswith(".pt") and stem.isdecimal() else None
@@ -647,7 +647,7 @@ ANSWERS = [
             candidates = [p for p in Path(folder).iterdir() if p.is_file() and _epoch(p) is not None]
             return max(candidates, key=_epoch, default=None)
     ''', label="helper key function, max(default=None)", name='latest_checkpoint'),
-    Answer('09.latest_checkpoint', 'ok', '''
+    Answer('09.latest_checkpoint', 'ok', r'''
         def latest_checkpoint(folder):
             from pathlib import Path
             files = []
@@ -659,7 +659,7 @@ ANSWERS = [
             files.sort()
             return files[-1][1].resolve() if files else None
     ''', label="int() in try/except, sort, resolve()"),
-    Answer('09.latest_checkpoint', 'ok', '''
+    Answer('09.latest_checkpoint', 'ok', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -667,21 +667,21 @@ ANSWERS = [
             names.sort(key=lambda n: (len(n), n))
             return Path(folder) / names[-1] if names else None
     ''', label="natural sort by (len, name)"),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
             files = sorted(Path(folder).glob("epoch-*.pt"))
             return files[-1] if files else None
     ''', label="sorted as text (epoch-9 after epoch-10)", words=('epoch-10',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
             files = list(Path(folder).glob("epoch-*.pt"))
             return max(files, key=lambda p: p.stat().st_mtime) if files else None
     ''', label="newest modification time", words=('mtime',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -690,7 +690,7 @@ ANSWERS = [
                 return None
             return max(files, key=lambda p: int(p.stem[6:])).name
     ''', label="returns the file name only", words=('Path',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -699,7 +699,7 @@ ANSWERS = [
                 return None
             return str(max(files, key=lambda p: int(p.stem[6:])))
     ''', label="returns a str", words=('Path', ), defect="wrong answer accepted (task asks for the full Path)"),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -710,7 +710,7 @@ ANSWERS = [
                     best = (int(m.group(1)), Path(folder) / name)
             return best[1] if best else None
     ''', label="unanchored regex accepts temp files", words=('temp',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -719,14 +719,14 @@ ANSWERS = [
                 return None
             return max(files, key=lambda p: int(p.name.split("-")[1].split(".")[0]))
     ''', label="startswith('epoch-') only: temp files with a higher epoch win", words=('temp',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
             files = list(Path(folder).glob("epoch-*.pt"))
             return max(files, key=lambda p: int(p.stem[6:]))
     ''', label="max() of an empty list raises", words=('None',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -735,7 +735,7 @@ ANSWERS = [
                 return None
             return min(files, key=lambda p: int(p.stem[6:]))
     ''', label="lowest epoch", words=('highest',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -744,7 +744,7 @@ ANSWERS = [
                 return None
             return Path(folder) / max(files, key=lambda n: int(n[6:-3]))
     ''', label="folder + '/' (only works for str)", words=('Path',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -753,7 +753,7 @@ ANSWERS = [
                 return None
             return max(files, key=lambda p: int(p.stem[6:]))
     ''', label="rglob also searches subfolders", words=('subfolder', ), defect="wrong answer accepted (no case has an epoch-<n>.pt in a subfolder)"),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -762,7 +762,7 @@ ANSWERS = [
                 return None
             return max(files, key=lambda p: int(p.stem.split("-")[1]))
     ''', label="parses every file name (best.pt crashes)", words=('best.pt',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -771,7 +771,7 @@ ANSWERS = [
                 return None
             return max(files, key=lambda p: int(re.sub(r"\D", "", p.stem) or -1))
     ''', label="every *.pt except best.pt, digits scraped from the name", words=('epoch-', ), defect="wrong answer accepted (no case has another *.pt with digits, e.g. ckpt-00000056.pt)"),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -780,7 +780,7 @@ ANSWERS = [
                 return Path(folder)
             return max(files, key=lambda p: int(p.stem[6:]))
     ''', label="returns the folder when there is no checkpoint", words=('None',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -789,14 +789,14 @@ ANSWERS = [
                 return None
             return max(files, key=lambda p: len(p.name))
     ''', label="longest file name wins (ties between epoch-10 and epoch-12)", words=('highest',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
             files = sorted(Path(folder).glob("epoch-*.pt"), key=lambda p: int(p.stem[6:]))
             return files[-2] if len(files) > 1 else (files[0] if files else None)
     ''', label="takes the second newest (off by one)", words=('highest',)),
-    Answer('09.latest_checkpoint', 'fail', '''
+    Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
@@ -805,7 +805,7 @@ ANSWERS = [
                 return None
             return Path(f"epoch-{max(nums)}.pt")
     ''', label="rebuilds a relative path without the folder", words=('folder',)),
-    Answer('09.clean_state_dict', 'ok', '''
+    Answer('09.clean_state_dict', 'ok', r'''
         def clean_state_dict(state_dict):
             cleaned = {}
             for key, value in state_dict.items():
@@ -814,13 +814,13 @@ ANSWERS = [
                 cleaned[key] = value
             return cleaned
     ''', label="while loop with removeprefix"),
-    Answer('09.clean_state_dict', 'ok', '''
+    Answer('09.clean_state_dict', 'ok', r'''
         def clean_state_dict(state_dict):
             import re
             prefix = re.compile(r"^(?:module\.|_orig_mod\.)+")
             return {prefix.sub("", k): v for k, v in state_dict.items()}
     ''', label="anchored regex, dict comprehension"),
-    Answer('09.clean_state_dict', 'ok', '''
+    Answer('09.clean_state_dict', 'ok', r'''
         def _strip(key: str) -> str:
             for p in ("module.", "_orig_mod."):
                 if key.startswith(p):
@@ -831,7 +831,7 @@ ANSWERS = [
             """A new dict whose keys have no leading wrapper prefixes."""
             return {_strip(k): v for k, v in state_dict.items()}
     ''', label="recursive helper", name='clean_state_dict'),
-    Answer('09.clean_state_dict', 'ok', '''
+    Answer('09.clean_state_dict', 'ok', r'''
         def clean_state_dict(state_dict):
             from collections import OrderedDict
             out = OrderedDict()
@@ -846,7 +846,7 @@ ANSWERS = [
                 out[k] = v
             return out
     ''', label="OrderedDict, slicing"),
-    Answer('09.clean_state_dict', 'ok', '''
+    Answer('09.clean_state_dict', 'ok', r'''
         def clean_state_dict(state_dict):
             import copy
             sd = copy.copy(dict(state_dict))
@@ -863,7 +863,7 @@ ANSWERS = [
                 result[new] = sd[k]
             return result
     ''', label="split on the first dot"),
-    Answer('09.clean_state_dict', 'ok', '''
+    Answer('09.clean_state_dict', 'ok', r'''
         def clean_state_dict(state_dict):
             new = {}
             for k in state_dict:
@@ -873,11 +873,11 @@ ANSWERS = [
                 new[s] = state_dict[k]
             return new
     ''', label="bounded loop of removeprefix"),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.replace("module.", "").replace("_orig_mod.", ""): v for k, v in state_dict.items()}
     ''', label="str.replace also removes the words inside a key", words=('start',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k, v in state_dict.items():
@@ -888,22 +888,22 @@ ANSWERS = [
                 out[k] = v
             return out
     ''', label="strips one prefix only (not stacked)", words=('one layer', )),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.removeprefix("module."): v for k, v in state_dict.items()}
     ''', label="strips module. only", words=('_orig_mod.',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.removeprefix("module.").removeprefix("_orig_mod."): v for k, v in state_dict.items()}
     ''', label="fixed order module. then _orig_mod. (fails on _orig_mod.module.)", words=('loop', )),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
             consume_prefix_in_state_dict_if_present(state_dict, "module.")
             consume_prefix_in_state_dict_if_present(state_dict, "_orig_mod.")
             return state_dict
     ''', label="consume_prefix_in_state_dict_if_present edits the caller's dict", words=('in place',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k in sorted(state_dict):
@@ -913,15 +913,15 @@ ANSWERS = [
                 out[new] = state_dict[k]
             return out
     ''', label="sorts the keys (order changed)", words=('order',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.lstrip("module.").lstrip("_orig_mod."): v for k, v in state_dict.items()}
     ''', label="str.lstrip strips characters, not a prefix", words=('lstrip', ), defect="message does not name the mistake: only expected/found keys (str.lstrip strips a character set)"),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.split(".", 1)[1]: v for k, v in state_dict.items()}
     ''', label="drops the first name of every key", words=('prefix',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k, v in state_dict.items():
@@ -930,7 +930,7 @@ ANSWERS = [
                 out[k] = v
             return out
     ''', label="checks 'in' instead of startswith (cuts keys with the word inside)", words=('start',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k, v in state_dict.items():
@@ -939,7 +939,7 @@ ANSWERS = [
                 out[k] = v
             return out
     ''', label="prefixes without the dot (eats 'modules_list.' style names)", words=('module.', ), defect="wrong answer accepted (no key that starts with 'module' but not 'module.')"),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             keys = list(state_dict)
             for prefix in ("module.", "_orig_mod."):
@@ -947,7 +947,7 @@ ANSWERS = [
                     keys = [k[len(prefix):] for k in keys]
             return dict(zip(keys, state_dict.values()))
     ''', label="strips a prefix only when every key has it", words=('loop', )),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             items = list(state_dict.items())
             state_dict.clear()
@@ -957,7 +957,7 @@ ANSWERS = [
                 state_dict[k] = v
             return state_dict
     ''', label="clears and refills the caller's dict", words=('in place',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = []
             for k, v in state_dict.items():
@@ -966,7 +966,7 @@ ANSWERS = [
                 out.append((k, v))
             return out
     ''', label="returns a list of pairs", words=('dict',)),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k, v in state_dict.items():
@@ -975,7 +975,7 @@ ANSWERS = [
                 out[k] = v.clone().float()
             return out
     ''', label="converts the values to float32", words=('values', ), defect="wrong answer accepted (values cloned and cast to float32; task says values unchanged)"),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k, v in state_dict.items():
@@ -986,7 +986,7 @@ ANSWERS = [
                 out[k] = v
             return out
     ''', label="handles the stacked pair in one order only", words=('loop', )),
-    Answer('09.clean_state_dict', 'fail', '''
+    Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
             for k, v in state_dict.items():
