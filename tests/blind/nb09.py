@@ -110,6 +110,33 @@ ANSWERS = [
                 f.close()
             replace(tmp, final)
     ''', label="from os import fsync, replace (names bound at call time)"),
+    Answer('09.save_checkpoint', 'ok', r'''
+        def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+            from course_utils.checkpoint import capture_rng_state
+            checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                          "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                          "best_metric": best_metric, "rng": capture_rng_state(generator)}
+            import os
+            tmp = f"{os.fspath(path)}.tmp"
+            torch.save(checkpoint, tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    ''', label="torch.save(obj, tmp), then reopens the temp file to fsync it"),
+    Answer('09.save_checkpoint', 'fail', r'''
+        def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+            from course_utils.checkpoint import capture_rng_state
+            checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                          "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                          "best_metric": best_metric, "rng": capture_rng_state(generator)}
+            import os
+            tmp = f"{os.fspath(path)}.tmp"
+            torch.save(checkpoint, tmp)
+            os.replace(tmp, path)
+            fd = os.open(os.path.dirname(os.path.abspath(tmp)), os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+    ''', label="fsyncs only the folder, never the temp file", words=('fsync',)),
     Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
@@ -718,7 +745,7 @@ ANSWERS = [
             if not files:
                 return None
             return max(files, key=lambda p: int(p.name.split("-")[1].split(".")[0]))
-    ''', label="startswith('epoch-') only: temp files with a higher epoch win", words=('temp',)),
+    ''', label="startswith('epoch-') only: temp files with a higher epoch win", words=('found epoch-11.pt.tmp', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -734,7 +761,7 @@ ANSWERS = [
             if not files:
                 return None
             return min(files, key=lambda p: int(p.stem[6:]))
-    ''', label="lowest epoch", words=('highest',)),
+    ''', label="lowest epoch", words=('found epoch-1.pt', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -761,7 +788,7 @@ ANSWERS = [
             if not files:
                 return None
             return max(files, key=lambda p: int(p.stem.split("-")[1]))
-    ''', label="parses every file name (best.pt crashes)", words=('best.pt',)),
+    ''', label="parses every file name (best.pt crashes)", words=('not an epoch', ), defect="message does not name the mistake: a raw IndexError (best.pt parsed as epoch-<n>.pt)"),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -788,14 +815,14 @@ ANSWERS = [
             if not files:
                 return None
             return max(files, key=lambda p: len(p.name))
-    ''', label="longest file name wins (ties between epoch-10 and epoch-12)", words=('highest',)),
+    ''', label="longest file name wins (ties between epoch-10 and epoch-12)", words=('found epoch-1.pt', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
             from pathlib import Path
             files = sorted(Path(folder).glob("epoch-*.pt"), key=lambda p: int(p.stem[6:]))
             return files[-2] if len(files) > 1 else (files[0] if files else None)
-    ''', label="takes the second newest (off by one)", words=('highest',)),
+    ''', label="takes the second newest (off by one)", words=('found epoch-2.pt', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -912,7 +939,7 @@ ANSWERS = [
                     new = new.removeprefix("module.").removeprefix("_orig_mod.")
                 out[new] = state_dict[k]
             return out
-    ''', label="sorts the keys (order changed)", words=('order',)),
+    ''', label="sorts the keys (order changed)", words=("found ['encoder.bias'", )),
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.lstrip("module.").lstrip("_orig_mod."): v for k, v in state_dict.items()}
@@ -920,7 +947,7 @@ ANSWERS = [
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.split(".", 1)[1]: v for k, v in state_dict.items()}
-    ''', label="drops the first name of every key", words=('prefix',)),
+    ''', label="drops the first name of every key", words=("found ['weight'", )),
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
@@ -929,7 +956,7 @@ ANSWERS = [
                     k = k[k.index(".") + 1:]
                 out[k] = v
             return out
-    ''', label="checks 'in' instead of startswith (cuts keys with the word inside)", words=('start',)),
+    ''', label="checks 'in' instead of startswith (cuts keys with the word inside)", words=("'encoder.bias', 'weight'", )),
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}
@@ -996,5 +1023,5 @@ ANSWERS = [
                     k = k[9:]
                 out[k] = v
             return out
-    ''', label="off-by-one slice for _orig_mod. leaves the dot", words=('_orig_mod.',)),
+    ''', label="off-by-one slice for _orig_mod. leaves the dot", words=("'.encoder.weight'", )),
 ]
