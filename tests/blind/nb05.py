@@ -102,7 +102,7 @@ ANSWERS = [
             means = torch.stack([images[:, c].mean() for c in range(3)])
             stds = torch.stack([images[:, c].std() for c in range(3)])
             return means, stds
-    ''', label="hard-codes 3 channels", words=("shape",)),
+    ''', label="hard-codes 3 channels", words=('range(3)', )),
     Answer("05.normalization_stats", "fail", '''
         def normalization_stats(images):
             mean = images.mean(dim=(0, 2, 3))
