@@ -864,8 +864,8 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
     if not main.losses:
         return [], []
     summary, start = _summary(main), main.losses[0]
-    notes = [f"one-batch overfit (first {main.samples} samples, at most {main.budget or len(main.losses)} steps): "
-             f"{summary}."]
+    which = f"first {main.samples} samples" if main.samples else "the whole batch"
+    notes = [f"one-batch overfit ({which}, at most {main.budget or len(main.losses)} steps): {summary}."]
     if blocked:  # errors above already explain a bad result; report it only as a measurement
         notes[0] = notes[0][:-1] + " (explained by the errors above)."
         return [], notes
@@ -951,6 +951,10 @@ def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analys
         result.findings += registration_findings(static.hidden, None)
         return result
     result.notes += [note + "." for note in probes.notes]
+    if not record.samples:
+        result.notes.append(f"the batch is {describe(inputs.batch)}: its number of samples could not be read "
+                            "(no leading size shared by its tensors, no per-sample lists), so the one-batch probe "
+                            "trained on all of it.")
     codes = static.codes
     result.findings += [f for f in step_findings(record, static, inputs) if f.code not in codes]
     result.notes += _unchecked(record, inputs)

@@ -53,11 +53,17 @@ def split_batch(batch: Any) -> tuple[Any, Any] | None:
     return None
 
 
+def _sample_list(batch: Any) -> bool:
+    """A list of samples: every item a dict, or every item a tuple/list (one sample each)."""
+    return (isinstance(batch, list) and len(batch) >= 2
+            and (all(isinstance(v, dict) for v in batch) or all(isinstance(v, (tuple, list)) for v in batch)))
+
+
 def _per_sample_lists(batch: Any) -> int:
     """The common length of the per-sample lists at the top of a batch (detection style:
     ``(list of images, list of target dicts)``, or a list of sample dicts), or 0."""
-    if isinstance(batch, list) and batch and all(isinstance(v, dict) for v in batch):
-        return len(batch)  # a list of samples
+    if _sample_list(batch):
+        return len(batch)
     items = list(batch.values()) if isinstance(batch, dict) else list(batch) if isinstance(batch, (tuple, list)) else []
     lists = {len(v) for v in items if isinstance(v, list) and v}
     return lists.pop() if len(lists) == 1 else 0
@@ -66,6 +72,8 @@ def _per_sample_lists(batch: Any) -> int:
 def samples(batch: Any) -> int:
     """The batch size: the leading size all tensors share, or the length of the per-sample lists
     (a list of images and a list of target dicts); 0 when neither can be read."""
+    if _sample_list(batch):
+        return len(batch)
     sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
     if len(sizes) == 1:
         return sizes.pop()
@@ -86,9 +94,9 @@ def first_samples(batch: Any, n: int) -> Any:
     total = samples(batch)
     if total <= n:
         return batch
+    if _sample_list(batch):
+        return batch[:n]
     if len({t.shape[0] for _, t in leaves(batch) if t.dim() > 0}) != 1:  # per-sample lists
-        if isinstance(batch, list) and all(isinstance(v, dict) for v in batch):
-            return batch[:n]
         if isinstance(batch, dict):
             return {k: v[:n] if isinstance(v, list) and len(v) == total else v for k, v in batch.items()}
         items = [v[:n] if isinstance(v, list) and len(v) == total else v for v in batch]

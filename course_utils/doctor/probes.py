@@ -346,9 +346,6 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
             notes.extend(n for n in done if n not in notes)
         for param in model_c.parameters():
             param.grad = None
-        own = vars(opt_c).get("step")
-        if own is not None and getattr(own, "__self__", None) is not opt_c:
-            del opt_c.step  # a scheduler's wrapper still calls the caller's optimizer.step()
         back = {id(v): k for k, v in memo.items() if isinstance(v, torch.Tensor)}
         return model_c, opt_c, batch_c, loss_c, back
     raise CopyFailed(f"{type(error).__name__}: {error}")
