@@ -347,10 +347,11 @@ def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
                        "the loss compares one output with several different targets, so its gradient pulls that "
                        "output toward their average: the model cannot fit the targets, and nothing raises "
                        "(MSELoss only warns once).",
-                       f"give the model one output per target value: its last layer needs "
-                       f"{target.numel() // max(target.shape[0], 1) if target.dim() else 1} outputs per sample "
-                       f"(e.g. nn.Linear(..., {target.shape[-1]}) for targets {tuple(target.shape)}); keep "
-                       "`assert pred.shape == y.shape` in your training step.")
+                       f"make the two shapes equal. If each sample really has {target.shape[-1]} target values, "
+                       f"the model's last layer needs {target.shape[-1]} outputs (nn.Linear(..., {target.shape[-1]})); "
+                       f"if it should have one, the target was built with an extra dimension (e.g. a per-dimension "
+                       f"log-probability or error not summed: .sum(dim=-1, keepdim=True) gives {tuple(pred.shape)}). "
+                       "Keep `assert pred.shape == y.shape` in your training step.")
     return finding("BROADCAST_IN_LOSS", "error",
                    f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ; "
                    f"inside the loss they broadcast to {tuple(shape)}: {terms} terms instead of "

@@ -73,7 +73,7 @@ def frozen_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[
         if not off:
             continue
         label = f"model{'.' + name if name else ''}"
-        found.append(finding(
+        found.append(finding(  # frozen parameters that stay frozen: an error; meant to freeze but trains: a warning
             "NO_GRAD_FLOW", "error" if flag else "warning",
             f"{label}.requires_grad is a plain attribute set to {flag}, but {len(off)} of {len(params)} "
             f"parameter tensors of {label} have requires_grad={not flag}: {names(off)}.",
