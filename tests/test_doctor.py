@@ -338,6 +338,35 @@ def step_skips_backward_without_graph(model, batch, optimizer, loss_fn):
     return loss.item()
 
 
+def _carried_with_graph() -> Setup:
+    """A running state kept between steps with its graph; retain_graph=True silences the error."""
+    model = _regressor()
+    state: dict[str, torch.Tensor | None] = {"h": None}
+
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        h = model(x) if state["h"] is None else 0.5 * state["h"] + model(x)
+        state["h"] = h  # not detached
+        loss = loss_fn(h, y)
+        optimizer.zero_grad()
+        loss.backward(retain_graph=True)
+        optimizer.step()
+        return loss.item()
+    return model, nn.MSELoss(), _adam(model.parameters()), _regression(), step
+
+
+def _scheduler_every_batch() -> Setup:
+    model = _mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)  # meant per epoch
+
+    def step(model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        scheduler.step()
+        return float(loss)
+    return model, nn.CrossEntropyLoss(), optimizer, _classes(), step
+
+
 BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
     "no zero_grad": ("ZERO_GRAD_MISSING", lambda: _setup(
         _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, 0.05, momentum=0.9), _classes(),
@@ -429,6 +458,8 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
         _regressor(), nn.MSELoss(), _adam, (_regression()[0], _regression()[0][:, :4]))),
     "unfreeze() that only sets an attribute": ("NO_GRAD_FLOW", _broken_setter),
     "every parameter frozen": ("NO_GRAD_FLOW", _broken_all_frozen),
+    "state kept with its graph, retain_graph=True": ("GRAPH_REUSED", _carried_with_graph),
+    "StepLR stepped every batch in the step": ("CANNOT_OVERFIT_BATCH", _scheduler_every_batch),
     "one-hot integer targets for CrossEntropyLoss": ("TARGET_SHAPE", lambda: _setup(
         _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], F.one_hot(_classes()[1], 10)))),
     "MSELoss on class labels": ("TARGET_SHAPE", lambda: _setup(
@@ -642,6 +673,24 @@ def step_detection(model, batch, optimizer, loss_fn):
     return loss.item()
 
 
+def _warmup_on_optimizer() -> Setup:
+    """A warm-up scheduler kept as an attribute of the optimizer and stepped by the step."""
+    model = _mlp()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: min(1.0, (i + 1) / 5))
+
+    def step(model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        optimizer.scheduler.step()
+        return float(loss)
+    return model, nn.CrossEntropyLoss(), optimizer, _classes(), step
+
+
+def step_scales_uint8(model, batch, optimizer, loss_fn):
+    x, y = batch
+    return standard_step(model, ((x.float() / 255 - 0.5) / 0.25, y), optimizer, loss_fn)
+
+
 CORRECT: dict[str, Callable[[], Setup]] = {
     "MLP classifier, Adam": lambda: _setup(_mlp(), nn.CrossEntropyLoss(), _adam, _classes()),
     "CNN with BatchNorm and Dropout": lambda: _setup(
@@ -684,6 +733,10 @@ CORRECT: dict[str, Callable[[], Setup]] = {
     "sparse embedding with SGD": lambda: _setup(
         _SparseBag(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=0.5), _bag_batch()),
     "sparse embeddings with SparseAdam": _sparse_adam,
+    "warm-up scheduler on optimizer.scheduler": _warmup_on_optimizer,
+    "uint8 images scaled inside the train_step": lambda: _setup(
+        _cnn(), nn.CrossEntropyLoss(), _adam, ((_images()[0].abs() * 60).clamp(0, 255).to(torch.uint8), _images()[1]),
+        step_scales_uint8),
     "detection-style batch: list of images, list of target dicts": lambda: _setup(
         _TinyDetector(), nn.SmoothL1Loss(), lambda p: torch.optim.Adam(p, lr=1e-2), _detection_batch(),
         step_detection),
@@ -1267,3 +1320,12 @@ def test_a_batch_of_unknown_size_is_said() -> None:
     report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), batch, train_step=step)
     assert report.ok and any("could not be read" in n for n in report.notes), report.notes
     assert "first 0 samples" not in str(report)
+
+
+def test_a_misspelt_requires_grad_is_named() -> None:
+    model = _mlp()
+    for p in model[0].parameters():
+        p.require_grad = False  # meant to freeze: a new attribute, the layer still trains
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
+    item = next(f for f in report.findings if f.code == "NO_GRAD_FLOW")
+    assert item.severity == "warning" and "require_grad" in item.message, str(report)

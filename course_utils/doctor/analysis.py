@@ -52,6 +52,7 @@ from .common import (
     regression_on_labels,
     targets_shaped_n1,
 )
+from .checks import input_findings
 from .errors import classify_exception
 from .graph import floor, producer
 from .records import (
@@ -490,6 +491,7 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
                                 "compute the loss with the loss_fn argument and end the step with "
                                 "`return loss.item()`.")]
     found += _nonfinite(record)
+    found += _graph_reused(record)
     found += _rnn_layout(record)
     found += _foreign_leaves(record, static.hidden)
     found += _gradient_flow(record, loss_fn)
@@ -564,6 +566,22 @@ def _explain_error(record: StepRecord, loss_fn: Any, context: str, target: Any =
                    "compute the loss on the model's continuous scores: CrossEntropyLoss on the logits "
                    "(not on argmax), BCEWithLogitsLoss on raw scores (not on rounded ones); use argmax / "
                    "round only for accuracy and predictions, outside the loss.")
+
+
+def _graph_reused(record: StepRecord) -> list[Finding]:
+    """GRAPH_REUSED without an error: the second step's backward() went through operations recorded
+    in the first step (state carried with its graph; retain_graph=True hides the error)."""
+    if not record.reused_operations:
+        return []
+    return [finding("GRAPH_REUSED", "error",
+                    f"the second step's backward() went through {record.reused_operations} operations recorded "
+                    "during the first step: a tensor carried from one step to the next (a memory, a hidden "
+                    "state, a running total) still holds the earlier step's graph, and backward(retain_graph="
+                    "True) kept that graph alive instead of raising.",
+                    "every step then back-propagates through all earlier steps too: time and memory grow with "
+                    "each step, and gradients flow into computations made with old parameter values.",
+                    "detach what you carry between steps (state = state.detach() right after computing it, "
+                    "or start each batch from a fresh state) and drop retain_graph=True.")]
 
 
 def _rnn_layout(record: StepRecord) -> list[Finding]:
@@ -895,18 +913,24 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
     if stuck is not None:
         return [stuck], notes
     best = min(main.losses)
-    if best <= 0.9 * start:
+    collapsed = bool(main.end_lrs and main.lrs and max(main.end_lrs) < 0.01 * max(main.lrs))
+    if best <= (0.5 if collapsed else 0.9) * start:
         return [], notes
     helped = other is not None and other.losses and min(other.losses) < 0.9 * start
     tail = (f" With lr x10 ({_lr(other.lrs)}) {_outcome(other)}"
             f"{': the learning rate is probably too low' if helped else ', no better'}."
             if other is not None and other.losses else "")
+    decayed = ""
+    if collapsed:
+        decayed = (f" The learning rate fell from {_lr(main.lrs)} to {_lr(main.end_lrs)} within these "
+                   f"{len(main.losses)} steps: a learning-rate scheduler your step calls (stepped every batch "
+                   "instead of every epoch?) shrank every update to nothing.")
     # The parameters changed, so the probe only ran out of steps: slow but possibly correct training.
     return [finding("CANNOT_OVERFIT_BATCH", "warning",
                     f"training a copy on {main.samples} samples, {summary}: only {1 - best / start:.1%} lower "
                     f"after the probe's {main.budget or len(main.losses)} steps, although the parameters changed "
-                    f"(by up to {main.changed:.3g}).{tail} Slow but correct training looks like this too, so "
-                    "this is a warning, not an error.",
+                    f"(by up to {main.changed:.3g}).{tail}{decayed} Slow but correct training looks like this "
+                    "too, so this is a warning, not an error.",
                     "a healthy setup can usually memorise a single batch quickly; if full training also "
                     "stalls, look for the cause (the 'loss will not go down' checklist).",
                     "if lr x10 helped, raise the learning rate; otherwise check that the targets match "
@@ -952,6 +976,10 @@ def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analys
         result.findings += registration_findings(static.hidden, None)
         return result
     result.notes += [note + "." for note in probes.notes]
+    if static.deferred or (not inputs.standard and record.model_input is not None):
+        seen = (input_findings(record.model_input, inputs.model) if record.model_input is not None
+                else static.deferred)
+        result.findings += [f for f in seen if f.code not in static.codes]
     if not record.samples:
         result.notes.append(f"the batch is {describe(inputs.batch)}: its number of samples could not be read "
                             "(no leading size shared by its tensors, no per-sample lists), so the one-batch probe "

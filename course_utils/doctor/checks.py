@@ -55,6 +55,9 @@ def optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> li
                     "To freeze layers on purpose, call layer.requires_grad_(False).")]
 
 
+_TYPOS = ("require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient")
+
+
 def frozen_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[Finding]:
     """NO_GRAD_FLOW from the flags alone: every tensor the optimizer holds is frozen
     (requires_grad=False), or a module carries a plain ``requires_grad`` attribute (``model.requires_grad
@@ -82,6 +85,18 @@ def frozen_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[
                                 "the parameters you meant to freeze still train."),
             f"call {label}.requires_grad_({flag}) (with the underscore: it sets the flag on every parameter), "
             f"or loop: for p in {label}.parameters(): p.requires_grad = {flag}."))
+    typos = [(n, key, value) for n, p in model.named_parameters() for key, value in vars(p).items()
+             if key in _TYPOS and isinstance(value, bool) and value != p.requires_grad]
+    if typos:
+        n, key, value = typos[0]
+        found.append(finding(
+            "NO_GRAD_FLOW", "error" if value else "warning",
+            f"{len(typos)} parameter tensor(s) carry a plain attribute `{key}` = {value} (a misspelling of "
+            f"requires_grad) while their requires_grad is {not value}: {names([t[0] for t in typos])}.",
+            f"assigning `p.{key} = ...` creates a new attribute and changes nothing, so these parameters "
+            + ("stay frozen and never train." if value else "still train although you meant to freeze them."),
+            f"spell it requires_grad: for p in ...parameters(): p.requires_grad = {value} (or "
+            f"module.requires_grad_({value}))."))
     if held and len(frozen) == len(held):
         found.append(finding(
             "NO_GRAD_FLOW", "error",
@@ -276,7 +291,10 @@ def static_checks(inputs: Inputs) -> StaticRecord:
     if "DEVICE_MISMATCH" in record.codes:
         record.stop = "devices"
     else:
-        record.findings += input_findings(x, model)
+        if inputs.standard:
+            record.findings += input_findings(x, model)
+        else:  # the step may convert the batch: judged on what reaches the model (see analysis)
+            record.deferred = input_findings(x, model)
         if any(t.device.type == "meta" for _, t in leaves(batch)):
             record.stop = "meta"
             record.notes.append("the batch is on the meta device (shapes only): no step could run.")

@@ -106,6 +106,24 @@ def floor(tensor: Any, hops: int = 8) -> tuple[str, float] | None:
     return None
 
 
+def graph_nodes(tensor: Any, limit: int = 4000) -> list[Any]:
+    """The autograd nodes behind ``tensor`` (at most ``limit``), leaves' AccumulateGrad nodes
+    excluded (a parameter's is the same object in every step's graph)."""
+    start = getattr(tensor, "grad_fn", None)
+    if start is None:
+        return []
+    nodes, seen, stack = [], {id(start)}, [start]
+    while stack and len(nodes) < limit:
+        node = stack.pop()
+        if type(node).__name__ != "AccumulateGrad":
+            nodes.append(node)
+        for nxt, _ in getattr(node, "next_functions", ()):
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return nodes
+
+
 def walk(loss: Any, limit: int = 4000) -> GraphInfo:
     """Visit the graph behind ``loss`` (at most ``limit`` nodes)."""
     info = GraphInfo()

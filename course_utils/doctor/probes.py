@@ -57,7 +57,7 @@ from .common import (
     loss_guard,
     samples,
 )
-from .graph import floor, producer, walk
+from .graph import floor, graph_nodes, producer, walk
 from .records import (
     GraphInfo,
     Inputs,
@@ -339,6 +339,7 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
                     memo[id(tensor)] = tensor.detach().clone()
         try:
             model_c, opt_c, batch_c, loss_c = copy.deepcopy((model, optimizer, batch, loss_fn), memo)
+            memo[id(optimizer)] = opt_c
         except Exception as exc:  # noqa: BLE001 -- try the next fallback
             error = exc
             continue
@@ -346,6 +347,13 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
             notes.extend(n for n in done if n not in notes)
         for param in model_c.parameters():
             param.grad = None
+        for key, value in vars(optimizer).items():  # e.g. optimizer.scheduler: copied bound to the copy
+            # (not a scheduler's wrapper of optimizer.step: it would call the caller's optimizer)
+            if key not in vars(opt_c) and not isinstance(value, (types.FunctionType, types.MethodType)):
+                try:
+                    setattr(opt_c, key, copy.deepcopy(value, memo))
+                except Exception:  # noqa: BLE001 -- share what cannot be copied
+                    setattr(opt_c, key, value)
         back = {id(v): k for k, v in memo.items() if isinstance(v, torch.Tensor)}
         return model_c, opt_c, batch_c, loss_c, back
     raise CopyFailed(f"{type(error).__name__}: {error}")
@@ -500,6 +508,8 @@ class _Instruments:
     def _root_hook(self, module: nn.Module, inputs: Any) -> None:
         if self.record.root_training is None:
             self.record.root_training = module.training
+            first = next((t for t in inputs if isinstance(t, torch.Tensor)), None) if isinstance(inputs, tuple) else None
+            self.record.model_input = first.detach() if first is not None else None
 
     def _arrived(self, param: torch.Tensor) -> None:
         self.record.accumulated[id(param)] += 1
@@ -545,30 +555,46 @@ def _trainable(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict
     return names, [p for p in model.parameters() if p.requires_grad and id(p) in in_opt]
 
 
+def _rebind(schedulers: list[Any] | None, opt_c: torch.optim.Optimizer) -> None:
+    """Point the caller's schedulers (that the step closes over) at the probe's optimizer copy, so
+    that stepping them changes the copy's learning rates as it would change the caller's in real
+    training. :meth:`CallerState.restore` points them back."""
+    for scheduler in schedulers or ():
+        scheduler.optimizer = opt_c
+
+
 def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-               step: Step, calls: int = 2, notes: list[str] | None = None) -> StepRecord:
+               step: Step, calls: int = 2, notes: list[str] | None = None,
+               schedulers: list[Any] | None = None) -> StepRecord:
     """Run ``step`` ``calls`` times on copies with optimizer.step() replaced by a recorder.
 
     The optimizer's parameters never change, and the RNG is re-seeded before each call, so every
     call sees the same parameters, batch and dropout masks. What ``.grad`` holds when the second
     call's first gradient arrives tells whether the step clears old gradients."""
     model_c, opt_c, batch_c, loss_c, back = copies(model, optimizer, batch, loss_fn, notes)
+    _rebind(schedulers, opt_c)
     record = StepRecord(*_trainable(model_c, opt_c), samples=samples(batch_c))
     recorder = LossRecorder(loss_c)
     instruments = _Instruments(model_c, record)
     opt_c.step = instruments.fake_step  # type: ignore[method-assign]
     backward_graphs: list[GraphInfo] = []
     original_backward = torch.Tensor.backward
+    #: Per call: the operations (autograd nodes) of its first backward() graph, parameters' excluded.
+    operations: list[list[Any]] = []
 
     def recorded_backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         """The graph of the first tensor backward() runs on (the loss, however the step made it)."""
         if not backward_graphs and getattr(tensor, "grad_fn", None) is not None:
             backward_graphs.append(walk(tensor))
+        if len(operations) == instruments.call and getattr(tensor, "grad_fn", None) is not None:
+            operations.append(graph_nodes(tensor))
         return original_backward(tensor, *args, **kwargs)
 
     torch.Tensor.backward = recorded_backward  # type: ignore[method-assign]
     try:
         for call in range(calls):
+            if len(operations) < call:
+                operations.append([])
             instruments.start_call(call)
             seed_all()
             out = step(model_c, copy.deepcopy(batch_c), opt_c, recorder)
@@ -583,6 +609,9 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
         instruments.remove()
         record.loss_calls = recorder.calls
         record.graph = recorder.graph or (backward_graphs[0] if backward_graphs else None)
+    if len(operations) >= 2 and operations[0] and operations[1]:
+        earlier = {id(node) for node in operations[0]}
+        record.reused_operations = sum(1 for node in operations[1] if id(node) in earlier)
     if record.graph is not None and record.graph.complete:
         record.reached = {back[id(t)] for t in record.graph.leaves if id(t) in back}
         known = set(record.names) | {id(p) for g in opt_c.param_groups for p in g["params"]}
@@ -607,12 +636,17 @@ def step_budget(n_params: int, activations_per_sample: float, samples: int, cap:
 
 
 def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-                  step: Step, max_steps: int = 50, lr_scale: float = 1.0, done: float = 0.05) -> OverfitRecord:
+                  step: Step, max_steps: int = 50, lr_scale: float = 1.0, done: float = 0.05,
+                  schedulers: list[Any] | None = None) -> OverfitRecord:
     """Train copies on one batch for ``max_steps`` steps; stop early only when the loss is
     non-finite or has fallen to ``done`` times its start (memorised). No clock is read."""
     model_c, opt_c, batch_c, loss_c, _ = copies(model, optimizer, batch, loss_fn)
     for group in opt_c.param_groups:
         group["lr"] = group["lr"] * lr_scale
+    _rebind(schedulers, opt_c)
+    for scheduler in schedulers or ():
+        if lr_scale != 1.0 and isinstance(getattr(scheduler, "base_lrs", None), list):
+            scheduler.base_lrs = [lr * lr_scale for lr in scheduler.base_lrs]
     lrs = sorted({float(g["lr"]) for g in opt_c.param_groups})
     calls = [0]
     handle = opt_c.register_step_post_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
@@ -634,6 +668,7 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
         handle.remove()
     record.step_calls = calls[0]
     record.last = recorder.last
+    record.end_lrs = sorted({float(g["lr"]) for g in opt_c.param_groups})
     with torch.no_grad():
         record.changed = max((float((p - b).abs().max()) for p, b in zip(trainable, before)
                               if p.numel()), default=0.0)
@@ -651,18 +686,19 @@ def run_probes(inputs: Inputs, static: StaticRecord, caller: CallerState | None 
     if static.stop is not None:
         return probes
     args = (inputs.model, inputs.optimizer, inputs.batch, inputs.loss_fn)
+    bound = [s for s, _ in caller.schedulers] if caller is not None else []
 
     def overfit(batch: Any, steps: int, lr_scale: float = 1.0) -> OverfitRecord:
         try:
             return probe_overfit(inputs.model, inputs.optimizer, batch, inputs.loss_fn, inputs.step, steps,
-                                 lr_scale=lr_scale)
+                                 lr_scale=lr_scale, schedulers=bound)
         finally:
             if caller is not None:
                 caller.restore()
 
     try:
         try:
-            record = probe_step(*args, inputs.step, notes=probes.notes)
+            record = probe_step(*args, inputs.step, notes=probes.notes, schedulers=bound)
         finally:
             if caller is not None:
                 caller.restore()

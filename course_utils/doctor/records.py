@@ -142,6 +142,10 @@ class StaticRecord:
     hidden: list[Hidden] = field(default_factory=list)
     #: Why no step can run (devices differ, the batch is on the meta device), or None.
     stop: str | None = None
+    #: Findings about the batch's inputs when a train_step of your own runs: it may convert or
+    #: normalise them, so the analysis judges what reached the model instead, and uses these only
+    #: when the step never called the model.
+    deferred: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -238,6 +242,11 @@ class StepRecord:
     #: RNN layers seen in the first call: (name, batch_first, shape of the input).
     rnn_inputs: list[tuple[str, bool, tuple[int, ...]]] = field(default_factory=list)
     error: StepError | None = None
+    #: Operations recorded during the first call that the second call's backward() went through
+    #: again (state carried between steps with its graph, hidden by retain_graph=True).
+    reused_operations: int = 0
+    #: What the model's forward() received first in the first call (the first tensor argument).
+    model_input: torch.Tensor | None = None
     #: Type name of what the step returned when it was not a loss (and loss_fn was never called).
     returned: str | None = None
 
@@ -255,6 +264,8 @@ class OverfitRecord:
     #: The last (prediction, target) that reached the loss.
     last: tuple[torch.Tensor, torch.Tensor] | None = None
     budget: int = 0
+    #: The learning rates after the last step (a scheduler the step closes over may change them).
+    end_lrs: list[float] = field(default_factory=list)
 
 
 @dataclass
