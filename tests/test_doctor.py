@@ -1329,3 +1329,14 @@ def test_a_misspelt_requires_grad_is_named() -> None:
     report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
     item = next(f for f in report.findings if f.code == "NO_GRAD_FLOW")
     assert item.severity == "warning" and "require_grad" in item.message, str(report)
+
+
+def test_sparse_gradients_of_the_caller_are_kept() -> None:
+    model = _SparseBag()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss = nn.CrossEntropyLoss()(model(_bag_batch()[0]), _bag_batch()[1])
+    loss.backward()  # the caller's embedding now holds a sparse gradient
+    before = model.embedding.weight.grad.to_dense().clone()
+    report = diagnose(model, nn.CrossEntropyLoss(), optimizer, _bag_batch())
+    assert not any("stopped with" in f.message for f in report.findings), str(report)
+    assert model.embedding.weight.grad.is_sparse and torch.equal(model.embedding.weight.grad.to_dense(), before)

@@ -253,13 +253,14 @@ class CallerState:
             for tensor, value, requires_grad, grad, no_grad in self.tensors:
                 if tensor.shape != value.shape or tensor.dtype != value.dtype or tensor.device != value.device:
                     tensor.data = value
-                elif not torch.equal(tensor, value) and tensor.device.type != "meta":
+                elif tensor.device.type != "meta" and tensor.layout == torch.strided and not torch.equal(tensor, value):
                     tensor.copy_(value)
                 if requires_grad is not None:
                     tensor.requires_grad_(requires_grad)
                     if no_grad:
                         tensor.grad = None
-                    elif grad is not None and (tensor.grad is None or not torch.equal(tensor.grad, grad)):
+                    elif grad is not None and (tensor.grad is None or grad.layout != torch.strided
+                                               or grad.device.type == "meta" or not torch.equal(tensor.grad, grad)):
                         tensor.grad = grad.clone()
         for group, saved in zip(self.optimizer.param_groups, self.groups):
             group.clear()
