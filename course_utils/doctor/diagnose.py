@@ -2,7 +2,8 @@
 
 ``diagnose(model, loss_fn, optimizer, batch, train_step=None)`` looks at the objects, then runs
 your ``train_step(model, batch, optimizer, loss_fn) -> loss`` (or :func:`standard_step`) on deep
-copies, so your model, optimizer, batch and random generators are exactly as before. It turns
+copies, so your model (weights, buffers, modes, ``requires_grad`` flags, hooks), optimizer, the
+schedulers bound to it, batch, random generators, grad mode and default dtype are exactly as before. It turns
 the classic troubleshooting table and the "loss will not go down" checklist into probes:
 
 1. static checks: parameters missing from the optimizer, devices, input dtype/NaN/scale;

@@ -9,8 +9,13 @@ opinion with the learning rate x0.1 or x10.
 
 Every probe copies ``(model, optimizer, batch, loss_fn)`` in one ``copy.deepcopy`` call, so the
 copied optimizer holds the copied parameters, with the same hyperparameters and state (momentum
-buffers, Adam moments). The caller's objects are never touched; :func:`preserved_state` also
-restores the random generators and the grad mode afterwards.
+buffers, Adam moments); attributes hung on the optimizer (``optimizer.scheduler``) are copied bound
+to the copy. A learning-rate scheduler that the step closes over (bound to the caller's optimizer)
+is pointed at the probe's copy while the probe runs, so it changes the copy's learning rates as it
+would in real training. :class:`CallerState` takes the caller's model, optimizer and those
+schedulers as they were and puts them back after every probe (a step may reach them anyway, e.g.
+a global model); :func:`preserved_state` restores the random generators, the grad mode, the
+default dtype and the anomaly-detection flag.
 
 Probes are bounded by a number of steps, never by time: the same setup gives the same records on
 a fast, a slow or a busy machine.
