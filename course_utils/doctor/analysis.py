@@ -909,11 +909,12 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
                         "down, and repeated overshoots grow until the numbers overflow to Inf/NaN.",
                         "lower the learning rate 10x at a time until the loss falls steadily (typical: "
                         "Adam 1e-3, SGD 0.01-0.1); gradient clipping and warm-up help with spikes.")], notes
-    stuck = _stuck(main, loss_fn) if loss_fn is not None else None
+    # The learning rate fell 100x or more within the probe: a scheduler the step calls explains a stall.
+    collapsed = bool(main.end_lrs and main.lrs and max(main.end_lrs) < 0.01 * max(main.lrs))
+    stuck = _stuck(main, loss_fn) if loss_fn is not None and not collapsed else None
     if stuck is not None:
         return [stuck], notes
     best = min(main.losses)
-    collapsed = bool(main.end_lrs and main.lrs and max(main.end_lrs) < 0.01 * max(main.lrs))
     if best <= (0.5 if collapsed else 0.9) * start:
         return [], notes
     helped = other is not None and other.losses and min(other.losses) < 0.9 * start
