@@ -279,6 +279,94 @@ def _sequences() -> tuple[torch.Tensor, torch.Tensor]:
     return x, (x.sum(dim=(1, 2)) > 0).long()
 
 
+class _ReluLogits(nn.Module):
+    """A classifier whose forward() puts a ReLU on the logits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.net(x))
+
+
+class _Unfreezable(nn.Module):
+    """A backbone frozen at construction, and an unfreeze() that only sets an attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head = _mlp(c=64), nn.Linear(64, 10)
+        self.body.requires_grad_(False)
+
+    def unfreeze(self) -> None:
+        self.body.requires_grad = True  # a plain attribute: no parameter changes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.body(x)))
+
+
+def _broken_setter() -> Setup:
+    model = _Unfreezable()
+    model.unfreeze()
+    return model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes(), None
+
+
+def _broken_all_frozen() -> Setup:
+    model = _mlp()
+    optimizer = _adam(model.parameters())
+    for p in model.parameters():
+        p.requires_grad = False
+    return model, nn.CrossEntropyLoss(), optimizer, _classes(), step_skips_backward_without_graph
+
+
+def step_clamped_scores(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x).clamp(min=0), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def step_skips_backward_without_graph(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    if loss.requires_grad:
+        loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _carried_with_graph() -> Setup:
+    """A running state kept between steps with its graph; retain_graph=True silences the error."""
+    model = _regressor()
+    state: dict[str, torch.Tensor | None] = {"h": None}
+
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        h = model(x) if state["h"] is None else 0.5 * state["h"] + model(x)
+        state["h"] = h  # not detached
+        loss = loss_fn(h, y)
+        optimizer.zero_grad()
+        loss.backward(retain_graph=True)
+        optimizer.step()
+        return loss.item()
+    return model, nn.MSELoss(), _adam(model.parameters()), _regression(), step
+
+
+def _scheduler_every_batch() -> Setup:
+    model = _mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.1)  # meant per epoch
+
+    def step(model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        scheduler.step()
+        return float(loss)
+    return model, nn.CrossEntropyLoss(), optimizer, _classes(), step
+
+
 BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
     "no zero_grad": ("ZERO_GRAD_MISSING", lambda: _setup(
         _mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, 0.05, momentum=0.9), _classes(),
@@ -359,6 +447,19 @@ BROKEN: dict[str, tuple[str, Callable[[], Setup]]] = {
         _mlp(c=1), nn.BCELoss(), _adam, (_classes()[0], (_classes()[1] % 2).float()[:, None]))),
     "ReLU on a regression output": ("RELU_ON_OUTPUT", lambda: _setup(
         nn.Sequential(_regressor(), nn.ReLU()), nn.MSELoss(), _adam, _regression())),
+    "ReLU as the classifier's last module": ("RELU_ON_OUTPUT", lambda: _setup(
+        nn.Sequential(_mlp(), nn.ReLU()), nn.CrossEntropyLoss(), _adam, _classes())),
+    "ReLU on the logits in forward()": ("RELU_ON_OUTPUT", lambda: _setup(
+        _ReluLogits(), nn.CrossEntropyLoss(), _adam, _classes())),
+    "clamp(min=0) before BCEWithLogitsLoss": ("RELU_ON_OUTPUT", lambda: _setup(
+        _mlp(c=1), nn.BCEWithLogitsLoss(), _adam, (_classes()[0], (_classes()[1] % 2).float()[:, None]),
+        step_clamped_scores)),
+    "(N, 1) prediction vs (N, 4) target": ("BROADCAST_IN_LOSS", lambda: _setup(
+        _regressor(), nn.MSELoss(), _adam, (_regression()[0], _regression()[0][:, :4]))),
+    "unfreeze() that only sets an attribute": ("NO_GRAD_FLOW", _broken_setter),
+    "every parameter frozen": ("NO_GRAD_FLOW", _broken_all_frozen),
+    "state kept with its graph, retain_graph=True": ("GRAPH_REUSED", _carried_with_graph),
+    "StepLR stepped every batch in the step": ("CANNOT_OVERFIT_BATCH", _scheduler_every_batch),
     "one-hot integer targets for CrossEntropyLoss": ("TARGET_SHAPE", lambda: _setup(
         _mlp(), nn.CrossEntropyLoss(), _adam, (_classes()[0], F.one_hot(_classes()[1], 10)))),
     "MSELoss on class labels": ("TARGET_SHAPE", lambda: _setup(
@@ -471,6 +572,125 @@ def _frozen_backbone() -> Setup:
     return model, nn.CrossEntropyLoss(), _adam([p for p in model.parameters() if p.requires_grad]), _classes(), None
 
 
+def _unlabelled(marker: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = _classes()
+    y = y.clone()
+    y[::4] = marker  # every fourth sample has no label
+    return x, y
+
+
+def step_ignore_in_call(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y, ignore_index=-1)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _masked_ce(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """A loss of the learner's own that skips the -1 labels itself."""
+    keep = target >= 0
+    return F.cross_entropy(pred[keep], target[keep])
+
+
+def _bce_on_int_labels(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """One output per sample (N, 1) and 0/1 int64 labels (N,): converted inside the loss."""
+    return F.binary_cross_entropy_with_logits(pred.squeeze(1), target.float())
+
+
+def step_rewrapped_target(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    target = y.detach().clone().requires_grad_()  # data, re-wrapped: not a parameter
+    loss = loss_fn(model(x), target)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+class _SparseBag(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embedding, self.head = nn.Embedding(50, 16, sparse=True), nn.Linear(16, 5)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(self.embedding(idx).mean(dim=1))
+
+
+def _bag_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    idx = torch.randint(0, 50, (64, 6), generator=_g(12))
+    return idx, idx[:, 0] % 5
+
+
+class _SparseFactors(nn.Module):
+    """Matrix factorisation: two sparse embeddings and a dot product (SparseAdam's use case)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.users, self.items = nn.Embedding(30, 8, sparse=True), nn.Embedding(40, 8, sparse=True)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        return (self.users(pairs[:, 0]) * self.items(pairs[:, 1])).sum(dim=1)
+
+
+def _sparse_adam() -> Setup:
+    model = _SparseFactors()
+    g = _g(14)
+    pairs = torch.stack([torch.randint(0, 30, (64,), generator=g), torch.randint(0, 40, (64,), generator=g)], dim=1)
+    ratings = torch.randn(64, generator=g)
+    return model, nn.MSELoss(), torch.optim.SparseAdam(list(model.parameters()), lr=0.05), (pairs, ratings), None
+
+
+class _TinyDetector(nn.Module):
+    """Images as a list, targets as a list of dicts (the torchvision detection layout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.body, self.box = nn.Conv2d(3, 8, 3, padding=1), nn.Linear(8, 4)
+
+    def forward(self, images: list[torch.Tensor]) -> torch.Tensor:
+        return self.box(self.body(torch.stack(images)).mean(dim=(2, 3)))
+
+
+def _detection_batch(n: int = 24) -> tuple[list[torch.Tensor], list[dict[str, torch.Tensor]]]:
+    g = _g(13)
+    images = [torch.rand(3, 12, 12, generator=g) for _ in range(n)]
+    targets = [{"boxes": images[i].mean(dim=(1, 2)).repeat(2)[None, :4].repeat(1 + i % 3, 1),
+                "labels": torch.randint(1, 4, (1 + i % 3,), generator=g)} for i in range(n)]
+    return images, targets
+
+
+def step_detection(model, batch, optimizer, loss_fn):
+    images, targets = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(images), torch.stack([t["boxes"][0] for t in targets]))
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _warmup_on_optimizer() -> Setup:
+    """A warm-up scheduler kept as an attribute of the optimizer and stepped by the step."""
+    model = _mlp()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    optimizer.scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: min(1.0, (i + 1) / 5))
+
+    def step(model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        optimizer.scheduler.step()
+        return float(loss)
+    return model, nn.CrossEntropyLoss(), optimizer, _classes(), step
+
+
+def step_scales_uint8(model, batch, optimizer, loss_fn):
+    x, y = batch
+    return standard_step(model, ((x.float() / 255 - 0.5) / 0.25, y), optimizer, loss_fn)
+
+
 CORRECT: dict[str, Callable[[], Setup]] = {
     "MLP classifier, Adam": lambda: _setup(_mlp(), nn.CrossEntropyLoss(), _adam, _classes()),
     "CNN with BatchNorm and Dropout": lambda: _setup(
@@ -497,6 +717,29 @@ CORRECT: dict[str, Callable[[], Setup]] = {
         _LogSoftmaxByHand(), nn.NLLLoss(), _adam, _classes()),
     "sequence scores permuted to (N, C, T)": lambda: _setup(
         _Tagger(permute=True), nn.CrossEntropyLoss(), _adam, _tokens()),
+    "CrossEntropyLoss(ignore_index=-1) with unlabelled samples": lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(ignore_index=-1), _adam, _unlabelled(-1)),
+    "-100 labels skipped by CrossEntropyLoss's default": lambda: _setup(
+        _mlp(), nn.CrossEntropyLoss(), _adam, _unlabelled(-100)),
+    "ignore_index=-1 passed in the loss call": lambda: _setup(
+        _mlp(), F.cross_entropy, _adam, _unlabelled(-1), step_ignore_in_call),
+    "a loss of your own that masks -1 labels": lambda: _setup(_mlp(), _masked_ce, _adam, _unlabelled(-1)),
+    "single-output BCE on 0/1 int labels": lambda: _setup(
+        _mlp(c=1), _bce_on_int_labels, _adam, (_classes()[0], _classes()[1] % 2)),
+    "regression target re-wrapped with requires_grad": lambda: _setup(
+        _regressor(), nn.MSELoss(), lambda p: torch.optim.Adam(p, lr=1e-2), _regression(), step_rewrapped_target),
+    "logits clamped to [-10, 10]": lambda: _setup(
+        _mlp(), lambda p, t: F.cross_entropy(p.clamp(-10, 10), t), _adam, _classes()),
+    "sparse embedding with SGD": lambda: _setup(
+        _SparseBag(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=0.5), _bag_batch()),
+    "sparse embeddings with SparseAdam": _sparse_adam,
+    "warm-up scheduler on optimizer.scheduler": _warmup_on_optimizer,
+    "uint8 images scaled inside the train_step": lambda: _setup(
+        _cnn(), nn.CrossEntropyLoss(), _adam, ((_images()[0].abs() * 60).clamp(0, 255).to(torch.uint8), _images()[1]),
+        step_scales_uint8),
+    "detection-style batch: list of images, list of target dicts": lambda: _setup(
+        _TinyDetector(), nn.SmoothL1Loss(), lambda p: torch.optim.Adam(p, lr=1e-2), _detection_batch(),
+        step_detection),
 }
 
 
@@ -800,3 +1043,300 @@ def test_stages_hand_each_other_plain_records() -> None:
         assert dataclasses.is_dataclass(item), type(item)
     assert isinstance(static, records.StaticRecord) and isinstance(probed, records.ProbeRecord)
     assert isinstance(result, records.Analysis) and result.measurements["overfit_losses"] == probed.overfit.losses
+
+
+# --- the caller's objects, complete: model, optimizer, schedulers, random generators, modes -----------
+
+def _full_snapshot(model: nn.Module, optimizer: torch.optim.Optimizer, schedulers: list[Any]) -> dict[str, Any]:
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return {
+        "weights and buffers": {k: v.clone() for k, v in model.state_dict().items()},
+        "grads": [None if p.grad is None else p.grad.clone() for p in model.parameters()],
+        "requires_grad": [p.requires_grad for p in model.parameters()],
+        "training flags": [(name, m.training) for name, m in model.named_modules()],
+        "hooks": [(name, [list(getattr(m, h)) for h in hooks]) for name, m in model.named_modules()],
+        "param_groups": [{k: copy.deepcopy(v) for k, v in g.items() if k != "params"} for g in optimizer.param_groups],
+        "param identity": [[id(p) for p in g["params"]] for g in optimizer.param_groups],
+        "optimizer state": copy.deepcopy(optimizer.state_dict()["state"]),
+        "schedulers": [copy.deepcopy({k: v for k, v in vars(s).items() if k != "optimizer"}) for s in schedulers],
+        "rng": (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy()),
+        "grad_mode": torch.is_grad_enabled(),
+        "default dtype": torch.get_default_dtype(),
+    }
+
+
+class _Trainer:
+    """A train_step written as a method: the scheduler lives on the object."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
+        self.scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.5)
+
+    def train_step(self, model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        self.scheduler.step()
+        return loss
+
+
+def _with_closed_over_scheduler() -> tuple[Setup, list[Any]]:
+    """The outsiders' case: StepLR(step_size=1, gamma=0.1) stepped by the train_step it closes over."""
+    model = _cnn()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.1)
+
+    def step(model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        scheduler.step()
+        return loss
+    return (model, nn.CrossEntropyLoss(), optimizer, _images(16), step), [scheduler]
+
+
+def _with_scheduler_on_optimizer() -> tuple[Setup, list[Any]]:
+    model = _mlp()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.01, total_steps=50)
+    for _ in range(3):
+        standard_step(model, _classes(), optimizer, nn.CrossEntropyLoss())
+        scheduler.step()
+    return (model, nn.CrossEntropyLoss(), optimizer, _classes(), None), [scheduler]
+
+
+def _with_trainer_method() -> tuple[Setup, list[Any]]:
+    model = _mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    trainer = _Trainer(optimizer)
+    return (model, nn.CrossEntropyLoss(), optimizer, _classes(), trainer.train_step), [trainer.scheduler]
+
+
+def _with_plateau_and_global_model() -> tuple[Setup, list[Any]]:
+    """A train_step that trains the model it closes over (not its argument) and steps ReduceLROnPlateau."""
+    model = _mlp()
+    model[0].register_forward_hook(lambda m, i, o: None)
+    model[0].bias.requires_grad_(False)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.1, patience=0)
+
+    def step(_model, batch, optimizer_arg, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        plateau.step(10.0)  # a constant "validation loss": every call lowers the LR
+        return loss.item()
+    return (model, nn.CrossEntropyLoss(), optimizer, _classes(), step), [plateau]
+
+
+def _with_mixed_modes() -> tuple[Setup, list[Any]]:
+    model = _cnn()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    standard_step(model, _images(16), optimizer, nn.CrossEntropyLoss())
+    model.train()
+    model[1].eval()  # one BatchNorm frozen on purpose
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 0.9 ** epoch)
+    return (model, nn.CrossEntropyLoss(), optimizer, _images(16), step_clipped), [scheduler]
+
+
+@pytest.mark.parametrize("make", [_with_closed_over_scheduler, _with_scheduler_on_optimizer, _with_trainer_method,
+                                  _with_plateau_and_global_model, _with_mixed_modes],
+                         ids=["closed-over StepLR", "OneCycle on the optimizer", "trainer method",
+                              "plateau + global model", "mixed modes + LambdaLR"])
+def test_every_object_is_left_as_found(make: Callable) -> None:
+    (model, loss_fn, optimizer, batch, step), schedulers = make()
+    random.seed(3)
+    np.random.seed(3)
+    torch.manual_seed(3)
+    before = _full_snapshot(model, optimizer, schedulers)
+    diagnose(model, loss_fn, optimizer, batch, train_step=step)
+    after = _full_snapshot(model, optimizer, schedulers)
+    for key in before:
+        assert _same(before[key], after[key]), f"diagnose changed the caller's {key}:\n{before[key]}\n{after[key]}"
+
+
+def test_a_closed_over_scheduler_does_not_change_the_verdict() -> None:
+    """Every probe starts from the caller's learning rate, even when the step decays it through a
+    scheduler bound to the caller's optimizer."""
+    (model, loss_fn, optimizer, batch, step), _ = _with_closed_over_scheduler()
+    report = diagnose(model, loss_fn, optimizer, batch, train_step=step)
+    overfit = next(n for n in report.notes if n.startswith("one-batch overfit"))
+    assert "lr 0.1" in overfit, overfit
+
+
+# --- error severity only on conclusive evidence ----------------------------------------------------
+
+class _LeNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv1, self.conv2 = nn.Conv2d(1, 6, 5), nn.Conv2d(6, 16, 5)
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16 * 4 * 4, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2).flatten(1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def _gan_discriminator_step() -> Setup:
+    """A WGAN-GP discriminator step: the gradient penalty differentiates through an interpolated input."""
+    torch.manual_seed(0)
+    generator = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+    critic = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+
+    def step(model, batch, optimizer, loss_fn):
+        (real,) = batch
+        with torch.no_grad():
+            fake = generator(torch.randn(real.shape[0], 8))
+        optimizer.zero_grad()
+        alpha = torch.rand(real.shape[0], 1)
+        mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+        grad, = torch.autograd.grad(model(mixed).sum(), mixed, create_graph=True)
+        penalty = ((grad.norm(2, dim=1) - 1) ** 2).mean()
+        loss = model(fake).mean() - model(real).mean() + 10 * penalty
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    real = torch.randn(64, 2, generator=_g(15)) * 0.5 + 2
+    return critic, nn.MSELoss(), torch.optim.Adam(critic.parameters(), lr=1e-4, betas=(0.5, 0.9)), (real,), step
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _setup(_LeNet(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
+                   (torch.rand(64, 1, 28, 28, generator=_g(16)), torch.randint(0, 10, (64,), generator=_g(17)))),
+    _gan_discriminator_step,
+    lambda: _setup(_mlp(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=1e-4), _classes()),
+], ids=["LeNet SGD 0.01 momentum 0.9", "GAN critic with gradient penalty", "MLP SGD 1e-4"])
+def test_running_out_of_steps_is_at_most_a_warning(make: Callable) -> None:
+    report = diagnose(*make()[:4], train_step=make()[4])
+    assert report.ok, str(report)
+    for item in report.warnings:
+        observed = item.parts()[0]
+        assert any(ch.isdigit() for ch in observed), f"a warning should say what it saw: {observed}"
+
+
+def test_a_constant_output_at_chance_is_still_an_error() -> None:
+    code, make = BROKEN["dead ReLUs: constant output"]
+    report = diagnose(*make()[:4])
+    assert next(f for f in report.findings if f.code == code).severity == "error", str(report)
+
+
+# --- conventions before rules ---------------------------------------------------------------------
+
+def test_nan_gradients_from_the_loss_are_not_a_missing_zero_grad() -> None:
+    from course_utils.doctor.analysis import step_findings
+    from course_utils.doctor.records import Inputs, StaticRecord, StepRecord
+
+    w = nn.Parameter(torch.ones(3))
+    finite = torch.full((3,), 0.5)
+    record = StepRecord({id(w): "w"}, [w], losses=[1.0, 1.0], step_grads=[{id(w): finite}, {id(w): finite}],
+                        increments=[{id(w): finite}, {id(w): torch.tensor([float("nan"), 1.0, 1.0])}],
+                        leftover=[{id(w): None}, {id(w): torch.full((3,), 0.25)}], updated=[True, True],
+                        accumulated={id(w): 2})
+    inputs = Inputs(nn.Linear(3, 1), nn.MSELoss(), torch.optim.SGD([w], lr=0.1), None, standard_step, True)
+    assert "ZERO_GRAD_MISSING" not in {f.code for f in step_findings(record, StaticRecord(), inputs)}
+
+
+def test_nan_made_by_the_loss_is_named_as_such() -> None:
+    def distance(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(((pred - target) ** 2).sum(dim=1)).mean()  # infinite slope where pred == target
+
+    model = _regressor()
+    with torch.no_grad():
+        model[2].weight.zero_()
+        model[2].bias.zero_()
+    x, _ = _regression()
+    report = diagnose(model, distance, _adam(model.parameters()), (x, torch.zeros(64, 1)))
+    assert "NAN_OR_INF" in report.codes and "ZERO_GRAD_MISSING" not in report.codes, str(report)
+
+
+def test_a_parameter_created_in_forward_is_still_unregistered() -> None:
+    class _NewHead(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Linear(20, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.Linear(16, 10)(self.body(x))
+
+    model = _NewHead()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
+    assert "PARAMS_NOT_REGISTERED" in report.codes, str(report)
+
+
+def test_labels_the_loss_does_not_skip_are_still_out_of_range() -> None:
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(ignore_index=-1), _adam(model.parameters()), _unlabelled(-100))
+    assert "LABEL_OUT_OF_RANGE" in report.codes, str(report)
+    report = diagnose(model, lambda p, t: F.cross_entropy(p, t), _adam(model.parameters()), _unlabelled(10))
+    assert "LABEL_OUT_OF_RANGE" in report.codes, str(report)
+
+
+# --- never stop: any batch structure, sparse parameters --------------------------------------------
+
+Sample = __import__("collections").namedtuple("Sample", "features label")
+
+
+def _step_sample_dicts(model, batch, optimizer, loss_fn):
+    x = torch.stack([item["x"] for item in batch])
+    y = torch.stack([item["y"] for item in batch])
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def _step_with_ids(model, batch, optimizer, loss_fn):
+    x, y, _ids = batch
+    return standard_step(model, (x, y), optimizer, loss_fn)
+
+
+@pytest.mark.parametrize("batch, step, samples", [
+    (_detection_batch(), step_detection, 16),
+    (_detection_batch(8), step_detection, 8),
+    ([{"x": x, "y": y} for x, y in zip(*_classes())], _step_sample_dicts, 16),
+    (Sample(*_classes()), None, 16),
+    ({"input_ids": _classes()[0], "labels": _classes()[1]},
+     lambda m, b, o, f: standard_step(m, (b["input_ids"], b["labels"]), o, f), 16),
+    ((*_classes(), [f"id{i}" for i in range(64)]), _step_with_ids, 16),
+], ids=["detection lists", "detection, 8 samples", "list of sample dicts", "namedtuple", "dict, other keys",
+        "tensors and a list of ids"])
+def test_any_batch_structure_is_described_and_checked(batch: Any, step: Callable | None, samples: int) -> None:
+    model = _TinyDetector() if step is step_detection else _mlp()
+    loss_fn = nn.SmoothL1Loss() if step is step_detection else nn.CrossEntropyLoss()
+    report = diagnose(model, loss_fn, torch.optim.Adam(model.parameters(), lr=1e-2), batch, train_step=step)
+    assert not any("stopped with" in f.message for f in report.findings), str(report)
+    overfit = next(n for n in report.notes if n.startswith("one-batch overfit"))
+    assert f"first {samples} samples" in overfit or (samples == 8 and "first 8 samples" in overfit), overfit
+    assert "first 0 samples" not in str(report)
+
+
+def test_a_batch_of_unknown_size_is_said() -> None:
+    x, y = _classes()
+    batch = {"x": x, "y": y, "weights": torch.ones(3)}  # no size shared by every tensor
+
+    def step(model, batch, optimizer, loss_fn):
+        return standard_step(model, (batch["x"], batch["y"]), optimizer, loss_fn)
+    model = _mlp()
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), batch, train_step=step)
+    assert report.ok and any("could not be read" in n for n in report.notes), report.notes
+    assert "first 0 samples" not in str(report)
+
+
+def test_a_misspelt_requires_grad_is_named() -> None:
+    model = _mlp()
+    for p in model[0].parameters():
+        p.require_grad = False  # meant to freeze: a new attribute, the layer still trains
+    report = diagnose(model, nn.CrossEntropyLoss(), _adam(model.parameters()), _classes())
+    item = next(f for f in report.findings if f.code == "NO_GRAD_FLOW")
+    assert item.severity == "warning" and "require_grad" in item.message, str(report)
+
+
+def test_sparse_gradients_of_the_caller_are_kept() -> None:
+    model = _SparseBag()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss = nn.CrossEntropyLoss()(model(_bag_batch()[0]), _bag_batch()[1])
+    loss.backward()  # the caller's embedding now holds a sparse gradient
+    before = model.embedding.weight.grad.to_dense().clone()
+    report = diagnose(model, nn.CrossEntropyLoss(), optimizer, _bag_batch())
+    assert not any("stopped with" in f.message for f in report.findings), str(report)
+    assert model.embedding.weight.grad.is_sparse and torch.equal(model.embedding.weight.grad.to_dense(), before)

@@ -30,36 +30,7 @@ from course_utils.doctor import CODES, diagnose
 BY_NAME = {case.name: case for case in BLIND_CASES}
 
 #: What the doctor does wrong on a blind case (filled from the first run; see the module docstring).
-DEFECTS: dict[str, str] = {
-    "cause: (N, 1) regression head against (N, 4) targets":
-        "no finding at all: MSELoss broadcast (N, 1) against (N, 4) (PyTorch warns) and BROADCAST_IN_LOSS is missing",
-    "cause: ReLU applied to the classifier's logits":
-        "only CANNOT_OVERFIT_BATCH (warning, also given to the fix); RELU_ON_OUTPUT is missing for ReLU on logits",
-    "cause: StepLR stepped every batch instead of every epoch":
-        "no finding: the scheduler in the step's closure stepped the caller's optimizer, so the copy's learning "
-        "rate never decayed and the one-batch run looked healthy",
-    "cause: compressive memory carried with its graph (retain_graph=True)":
-        "no finding: state carried with its graph and backward(retain_graph=True) is not GRAPH_REUSED",
-    "cause: keyword-spotting executor without zero_grad (warm-up scheduler)":
-        "STEP_FAILED: the optimizer copy lost its `scheduler` attribute (AttributeError), so nothing was checked",
-    "cause: module.requires_grad = True does not unfreeze":
-        "CANNOT_OVERFIT_BATCH instead of NO_GRAD_FLOW for optimizer parameters that never get a gradient",
-    "fixed: BCELoss on a raw nn.Linear output (StepLR on the optimizer)":
-        "STEP_FAILED error: the optimizer copy lost its `scheduler` attribute (AttributeError)",
-    "fixed: keyword-spotting executor without zero_grad (warm-up scheduler)":
-        "STEP_FAILED error: the optimizer copy lost its `scheduler` attribute (AttributeError)",
-    "fixed: uint8 images normalised with [0, 1] mean/std (dict batch)":
-        "DTYPE_MISMATCH error on a uint8 batch that the train_step converts and normalises itself",
-    "crash fixed: dense embeddings + Adam move rows outside the batch":
-        "NOT_CHECKED: its own checks stopped with NotImplementedError ('aten::ne.Scalar' on the SparseCPU "
-        "backend) on the sparse gradients of nn.Embedding(sparse=True) + SparseAdam",
-    "untouched buggy: StepLR stepped every batch instead of every epoch":
-        "the closure's StepLR stepped 62 times: the caller's lr 0.001 -> 1e-34, last_epoch 0 -> 62",
-    "untouched buggy: depth loss summed over pixels diverges (scheduler in a step object)":
-        "the step object's MultiStepLR stepped: the caller's lr 0.01 -> 0.001, last_epoch 0 -> 3",
-    "untouched fixed: depth loss summed over pixels diverges (scheduler in a step object)":
-        "the step object's MultiStepLR stepped: the caller's lr 0.01 -> 0.001, last_epoch 0 -> 2",
-}
+DEFECTS: dict[str, str] = {}
 
 
 def _param(check: str, name: str) -> Any:

@@ -39,8 +39,10 @@ from .common import (
     REGRESSION_LOSSES,
     class_index_shaped,
     classes_last,
+    describe,
     divergence,
     has_values,
+    ignored_label,
     is_bce,
     is_cross_entropy,
     is_nll,
@@ -50,8 +52,9 @@ from .common import (
     regression_on_labels,
     targets_shaped_n1,
 )
+from .checks import input_findings
 from .errors import classify_exception
-from .graph import producer
+from .graph import floor, producer
 from .records import (
     Analysis,
     Finding,
@@ -68,13 +71,20 @@ from .records import (
 
 # --- what reaches the loss ---------------------------------------------------------------------
 
-def label_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> Finding | None:
-    """LABEL_OUT_OF_RANGE, checked *before* the loss runs (a GPU would hit a device-side assert)."""
+def label_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, ignore_index: int | None = None,
+                  conclusive: bool = False) -> Finding | None:
+    """LABEL_OUT_OF_RANGE, checked *before* the loss runs (a GPU would hit a device-side assert).
+
+    Only for the cross-entropy losses, whose convention is known (the ``ignore_index`` of the call
+    or of the loss, else -100, is skipped); a loss of your own may mask labels itself (-1 for "no
+    label"), so its labels are judged only when ``conclusive`` (the loss raised an index error)."""
     if not (pred.is_floating_point() and not target.is_floating_point() and target.dtype != torch.bool
             and class_index_shaped(pred, target) and has_values(target)):
         return None
+    if not (conclusive or is_cross_entropy(loss_fn)):
+        return None
     classes = pred.shape[1]
-    valid = target[target != getattr(loss_fn, "ignore_index", -100)]
+    valid = target[target != ignored_label(loss_fn, ignore_index)]
     if valid.numel() == 0:
         return None
     low, high = int(valid.min()), int(valid.max())
@@ -94,21 +104,26 @@ def label_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> Fin
 
 
 def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool, made_by: str | None = None,
-                        reshaped_same: bool | None = None) -> list[Finding]:
+                        reshaped_same: bool | None = None, ignore_index: int | None = None,
+                        floor: tuple[str, float] | None = None, labels: bool = True) -> list[Finding]:
     """SOFTMAX_BEFORE_CE, NLL_ON_LOGITS, BCE_ON_LOGITS, RELU_ON_OUTPUT, BROADCAST_IN_LOSS,
     TARGET_SHAPE and DTYPE_MISMATCH from the loss's two inputs.
 
     ``made_by``: the operation that produced ``pred`` (see :func:`.graph.producer`);
     ``reshaped_same``: whether the loss gives the same value with the target reshaped to the
-    prediction's shape (then it reshapes internally and nothing broadcasts)."""
+    prediction's shape (then it reshapes internally and nothing broadcasts); ``ignore_index``: the
+    one passed to the call; ``floor``: a ReLU or clamp that bounds the prediction below (see
+    :func:`.graph.floor`); ``labels``: False when the loss that really ran is unknown (the step
+    computed its own), so the label range cannot be judged."""
     if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
         return []
-    found = [f for f in (label_finding(pred, target, loss_fn), target_shape_finding(pred, target, loss_fn),
+    found = [f for f in (label_finding(pred, target, loss_fn, ignore_index) if labels else None,
+                         target_shape_finding(pred, target, loss_fn),
                          class_dim_finding(pred, target, loss_fn), label_layout_finding(pred, target, loss_fn),
                          _softmax_finding(pred, target, loss_fn, made_by),
                          _nll_finding(pred, target, loss_fn, made_by),
                          _bce_finding(pred, loss_fn, made_by),
-                         _relu_finding(pred, target, loss_fn, made_by),
+                         _relu_finding(pred, target, loss_fn, made_by, floor),
                          _broadcast_finding(pred, target, loss_fn, reshaped_same),
                          _dtype_finding(pred, target, loss_fn, autocast))
              if f is not None]
@@ -155,23 +170,47 @@ def _bce_finding(pred: torch.Tensor, loss_fn: Any, made_by: str | None) -> Findi
                    "numerically stable), or end the model with torch.sigmoid for nn.BCELoss.")
 
 
-def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
-    """A regression output made by ReLU, with targets below 0 that it can never reach, or dead:
-    exactly 0 for every sample, so no gradient passes."""
-    if not (made_by == "ReluBackward0" and is_regression(loss_fn) and target.is_floating_point()
-            and has_values(target) and has_values(pred)):
+def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None,
+                  bounded: tuple[str, float] | None = None) -> Finding | None:
+    """RELU_ON_OUTPUT, decided from the graph: the prediction comes from a ReLU or a clamp at 0 or
+    above (``bounded``, see :func:`.graph.floor`) and
+
+    - the loss expects logits (cross-entropy, BCEWithLogitsLoss): scores can never go below the
+      bound, and a score stuck at it gets no gradient;
+    - or it is a regression with targets below the bound, or a dead output (the bound everywhere)."""
+    op, bound = bounded if bounded is not None else (("ReluBackward0", 0.0) if made_by == "ReluBackward0" else (None, 0.0))
+    if op is None or not (pred.is_floating_point() and has_values(pred) and has_values(target)):
         return None
-    negative = int((target < 0).sum())
-    dead = bool((pred.detach() == 0).all())
+    at_bound = float((pred.detach() <= bound).double().mean())
+    logits = (is_cross_entropy(loss_fn) and not is_nll(loss_fn) and pred.dim() >= 2 and pred.shape[1] >= 2
+              and (class_index_shaped(pred, target) or target.shape == pred.shape))
+    bce_logits = isinstance(loss_fn, nn.BCEWithLogitsLoss) or loss_fn is F.binary_cross_entropy_with_logits
+    if logits or bce_logits:
+        name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", "the loss")
+        seen = (f"the {pred.numel()} scores given to {name} come straight from {op} (never below {bound:g}); "
+                f"{at_bound:.0%} of them are exactly {bound:g}.")
+        why = ("this loss expects raw scores (logits) that can be any real number: "
+               + ("with scores >= 0 the sigmoid is always >= 0.5, so the model can never predict the negative "
+                  "class" if bce_logits else
+                  "a wrong class's score cannot be pushed below 0, and a score held at 0 by the ReLU gets no "
+                  "gradient at all, so those samples stop teaching the model")
+               + "; training stalls or learns only part of the task.")
+        return finding("RELU_ON_OUTPUT", "error", seen, why,
+                       "remove the activation after the last linear layer (the classifier returns the linear "
+                       "layer's output as logits; the loss applies the softmax/sigmoid itself).")
+    if not (is_regression(loss_fn) and target.is_floating_point()):
+        return None
+    negative = int((target < bound).sum())
+    dead = bool((pred.detach() <= bound).all())
     if negative == 0 and not dead:
         return None
-    zeros = float((pred.detach() == 0).double().mean())
-    seen = (f"the prediction comes straight from a ReLU (>= 0 by construction; {zeros:.0%} of its "
-            f"{pred.numel()} values are exactly 0)")
+    seen = (f"the prediction comes straight from {op} (>= {bound:g} by construction; {at_bound:.0%} of its "
+            f"{pred.numel()} values are exactly {bound:g})")
     if negative:
-        seen += f", but {negative} of {target.numel()} targets are negative (down to {float(target.min()):.4g})."
+        seen += (f", but {negative} of {target.numel()} targets are below {bound:g} "
+                 f"(down to {float(target.min()):.4g}).")
     else:
-        seen += (f": the output is dead, the same 0 for every sample while the targets range from "
+        seen += (f": the output is dead, the same {bound:g} for every sample while the targets range from "
                  f"{float(target.min()):.4g} to {float(target.max()):.4g}.")
     return finding("RELU_ON_OUTPUT", "error", seen,
                    "a ReLU output can never be below 0, so negative targets are out of reach, and wherever the "
@@ -298,9 +337,22 @@ def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
         shape = torch.broadcast_shapes(pred.shape, target.shape)
     except RuntimeError:
         return None
-    if tuple(shape) in (tuple(pred.shape), tuple(target.shape)) and pred.numel() != target.numel():
-        return None  # one side is expanded on purpose (e.g. one target for many predictions)
+    if tuple(shape) == tuple(pred.shape) and pred.numel() != target.numel():
+        return None  # the target is expanded on purpose (e.g. one target for many predictions)
     terms = math.prod(shape)
+    if tuple(shape) == tuple(target.shape):  # the prediction is the smaller one: it is copied to every target
+        return finding("BROADCAST_IN_LOSS", "error",
+                       f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ: the "
+                       f"model gives {pred.numel()} values for {target.numel()} targets, and inside the loss each "
+                       f"prediction is copied (broadcast) across {target.numel() // max(pred.numel(), 1)} targets.",
+                       "the loss compares one output with several different targets, so its gradient pulls that "
+                       "output toward their average: the model cannot fit the targets, and nothing raises "
+                       "(MSELoss only warns once).",
+                       f"make the two shapes equal. If each sample really has {target.shape[-1]} target values, "
+                       f"the model's last layer needs {target.shape[-1]} outputs (nn.Linear(..., {target.shape[-1]})); "
+                       f"if it should have one, the target was built with an extra dimension (e.g. a per-dimension "
+                       f"log-probability or error not summed: .sum(dim=-1, keepdim=True) gives {tuple(pred.shape)}). "
+                       "Keep `assert pred.shape == y.shape` in your training step.")
     return finding("BROADCAST_IN_LOSS", "error",
                    f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ; "
                    f"inside the loss they broadcast to {tuple(shape)}: {terms} terms instead of "
@@ -412,11 +464,12 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
             record.error.call if record.error is not None and record.error.call is not None else None)
     if call is not None:
         found += loss_input_findings(call.pred, call.target, loss_fn, call.autocast, call.producer,
-                                     call.reshaped_same)
+                                     call.reshaped_same, call.ignore_index, call.floor)
     elif record.model_outputs and isinstance(target, torch.Tensor):  # the step bypassed loss_fn
         out = record.model_outputs[0]
         if isinstance(out, torch.Tensor):
-            found += loss_input_findings(out.detach(), target, loss_fn, autocast=True, made_by=producer(out))
+            found += loss_input_findings(out.detach(), target, loss_fn, autocast=True, made_by=producer(out),
+                                         floor=floor(out), labels=record.error is not None)
     if not record.loss_calls and record.graph is not None and record.graph.softmax_then_log:
         found.append(finding(
             "SOFTMAX_BEFORE_CE", "error",
@@ -438,6 +491,7 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
                                 "compute the loss with the loss_fn argument and end the step with "
                                 "`return loss.item()`.")]
     found += _nonfinite(record)
+    found += _graph_reused(record)
     found += _rnn_layout(record)
     found += _foreign_leaves(record, static.hidden)
     found += _gradient_flow(record, loss_fn)
@@ -453,7 +507,7 @@ def guard_finding(error: StepError, loss_fn: Any) -> Finding | None:
         return None
     pred, target = call.pred, call.target
     if error.guard == "labels":
-        return label_finding(pred, target, loss_fn)
+        return label_finding(pred, target, loss_fn, call.ignore_index, conclusive=not is_cross_entropy(loss_fn))
     if error.guard == "target_n1":
         return target_shape_finding(pred, target, loss_fn)
     if error.guard == "class_dim":
@@ -514,6 +568,22 @@ def _explain_error(record: StepRecord, loss_fn: Any, context: str, target: Any =
                    "round only for accuracy and predictions, outside the loss.")
 
 
+def _graph_reused(record: StepRecord) -> list[Finding]:
+    """GRAPH_REUSED without an error: the second step's backward() went through operations recorded
+    in the first step (state carried with its graph; retain_graph=True hides the error)."""
+    if not record.reused_operations:
+        return []
+    return [finding("GRAPH_REUSED", "error",
+                    f"the second step's backward() went through {record.reused_operations} operations recorded "
+                    "during the first step: a tensor carried from one step to the next (a memory, a hidden "
+                    "state, a running total) still holds the earlier step's graph, and backward(retain_graph="
+                    "True) kept that graph alive instead of raising.",
+                    "every step then back-propagates through all earlier steps too: time and memory grow with "
+                    "each step, and gradients flow into computations made with old parameter values.",
+                    "detach what you carry between steps (state = state.detach() right after computing it, "
+                    "or start each batch from a fresh state) and drop retain_graph=True.")]
+
+
 def _rnn_layout(record: StepRecord) -> list[Finding]:
     """RNN_BATCH_FIRST: a time-first RNN (batch_first=False) fed (batch, time, features) inputs."""
     n = record.samples
@@ -538,7 +608,10 @@ def _foreign_leaves(record: StepRecord, hidden: list[Hidden]) -> list[Finding]:
     the optimizer, nor hidden attributes of the model: layers created inside forward() or kept
     outside the module."""
     known = {tid for item in hidden for tid in item.ids}
-    foreign = [shape for shape, original in record.foreign if original is None or original not in known]
+    # Only nn.Parameter leaves: a plain tensor re-wrapped inside the loss (torch.tensor(y),
+    # y.detach().requires_grad_()) also requires grad, but it is data, not a layer's weights.
+    foreign = [shape for shape, original, is_param in record.foreign
+               if is_param and (original is None or original not in known)]
     if not foreign:
         return []
     shapes = ", ".join(str(shape) for shape in foreign[:4]) + (" ..." if len(foreign) > 4 else "")
@@ -584,8 +657,10 @@ def _graph_reaches(record: StepRecord) -> bool:
 def _dead_relu_output(record: StepRecord, loss_fn: Any) -> bool:
     """The loss input is a regression output from a ReLU that is 0 everywhere (RELU_ON_OUTPUT)."""
     call = record.loss_calls[0] if record.loss_calls else None
-    return (call is not None and call.producer == "ReluBackward0" and is_regression(loss_fn)
-            and has_values(call.pred) and bool((call.pred == 0).all()))
+    if call is None or not (call.floor is not None or call.producer == "ReluBackward0"):
+        return False
+    bound = call.floor[1] if call.floor is not None else 0.0
+    return is_regression(loss_fn) and has_values(call.pred) and bool((call.pred <= bound).all())
 
 
 def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
@@ -670,10 +745,19 @@ def _zero_grad(record: StepRecord) -> list[Finding]:
     if record.updated and not record.updated[0]:
         return []  # the first call only accumulated (no update yet): gradient accumulation on purpose
     left, new = record.leftover[1], record.increments[1]
-    left_norm, new_norm = _norm(left.values()), _norm(new.values())
-    if not math.isfinite(left_norm) or new_norm == 0 or left_norm <= 1e-3 * new_norm:
+    # Only parameters whose gradients are finite: NaN/Inf made by the loss itself is NAN_OR_INF's
+    # business, and a NaN left in .grad says nothing about whether the step clears it.
+    finite = [pid for pid in new if bool(torch.isfinite(new[pid]).all())
+              and (left.get(pid) is None or bool(torch.isfinite(left[pid]).all()))]
+    left_norm, new_norm = _norm(left.get(pid) for pid in finite), _norm(new[pid] for pid in finite)
+    if not math.isfinite(left_norm) or not math.isfinite(new_norm) or new_norm == 0 or left_norm <= 1e-3 * new_norm:
         return []
-    held = sum(1 for t in left.values() if t is not None)
+    first = record.step_grads[0] if record.step_grads else record.increments[0]
+    carried = [pid for pid in finite if left.get(pid) is not None and first.get(pid) is not None
+               and torch.allclose(left[pid], first[pid], rtol=1e-3, atol=1e-6)]
+    if not carried:  # what .grad held is not the previous step's gradient: something else put it there
+        return []
+    held = len(carried)
     how = ("optimizer.step()" if record.step_grads else "your update")
     return [finding("ZERO_GRAD_MISSING", "error",
                     f"when the second step's backward() started, .grad of {held} of {len(left)} parameter "
@@ -723,6 +807,11 @@ def _outcome(record: OverfitRecord) -> str:
     return f"the loss fell to {min(record.losses):.4g} in {len(record.losses)} steps"
 
 
+#: Predicted probabilities that differ between samples by at most this much are the same answer
+#: for every sample (to float precision): the output does not depend on the input.
+CONSTANT_OUTPUT = 1e-5
+
+
 def chance_level(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> tuple[float, float, str] | None:
     """(chance loss, largest spread of the predicted probabilities across samples, what chance is)
     for classification losses; None for other losses."""
@@ -763,16 +852,26 @@ def _stuck(main: OverfitRecord, loss_fn: Any) -> Finding | None:
     if chance <= 0 or not (moved and flat) or best < 0.9 * chance or abs(end - chance) > 0.1 * chance \
             or spread > 0.1:
         return None
-    return finding("STUCK_AT_CHANCE", "error",
-                   f"after {len(main.losses)} steps on {main.samples} samples the loss is {end:.4g}, the chance "
-                   f"level ({chance:.4g}, {what}; started at {main.losses[0]:.4g}), and the predicted "
-                   f"probabilities differ between samples by at most {spread:.3g}: the model gives every "
-                   "sample the same answer.",
-                   "a model that outputs the label frequencies whatever the input has stopped using its "
-                   "input: typically dead ReLUs or saturated units after too large a step, inputs on a "
-                   "huge scale (unscaled pixels), or a layer whose output does not depend on the sample.",
-                   "lower the learning rate 10x, scale the inputs (x / 255, then normalise), check that "
-                   "forward() really uses x (print model(x)[:4]), and look at the per-layer gradient norms.")
+    seen = (f"after {len(main.losses)} steps on {main.samples} samples the loss is {end:.4g}, the chance "
+            f"level ({chance:.4g}, {what}; started at {main.losses[0]:.4g}), and the predicted "
+            f"probabilities differ between samples by at most {spread:.3g}")
+    if spread <= CONSTANT_OUTPUT:  # conclusive: the output does not depend on the input at all
+        return finding("STUCK_AT_CHANCE", "error", seen + ": the model gives every sample the same answer.",
+                       "a model that outputs the label frequencies whatever the input has stopped using its "
+                       "input: typically dead ReLUs or saturated units after too large a step, inputs on a "
+                       "huge scale (unscaled pixels), or a layer whose output does not depend on the sample.",
+                       "lower the learning rate 10x, scale the inputs (x / 255, then normalise), check that "
+                       "forward() really uses x (print model(x)[:4]), and look at the per-layer gradient norms.")
+    return finding("STUCK_AT_CHANCE", "warning",
+                   seen + f" (more than {CONSTANT_OUTPUT:.0e}, so the output still depends on the input): the "
+                   f"probe ran out of its {main.budget or len(main.losses)} steps near chance level. This is "
+                   "what slow but correct training looks like too (a small learning rate, momentum still "
+                   "building up), so it is not an error by itself.",
+                   "a model that stays at chance level for long has stopped learning from its input: if full "
+                   "training also sits at this loss, the usual causes are dead ReLUs, unscaled inputs, or a "
+                   "learning rate far too low or too high.",
+                   "watch the training loss over a few hundred steps; if it does not leave the chance level, "
+                   "try a learning rate 10x higher (or Adam 1e-3), scale the inputs, and print model(x)[:4].")
 
 
 def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: bool,
@@ -784,8 +883,8 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
     if not main.losses:
         return [], []
     summary, start = _summary(main), main.losses[0]
-    notes = [f"one-batch overfit (first {main.samples} samples, at most {main.budget or len(main.losses)} steps): "
-             f"{summary}."]
+    which = f"first {main.samples} samples" if main.samples else "the whole batch"
+    notes = [f"one-batch overfit ({which}, at most {main.budget or len(main.losses)} steps): {summary}."]
     if blocked:  # errors above already explain a bad result; report it only as a measurement
         notes[0] = notes[0][:-1] + " (explained by the errors above)."
         return [], notes
@@ -810,21 +909,31 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
                         "down, and repeated overshoots grow until the numbers overflow to Inf/NaN.",
                         "lower the learning rate 10x at a time until the loss falls steadily (typical: "
                         "Adam 1e-3, SGD 0.01-0.1); gradient clipping and warm-up help with spikes.")], notes
-    stuck = _stuck(main, loss_fn) if loss_fn is not None else None
+    # The learning rate fell 100x or more within the probe: a scheduler the step calls explains a stall.
+    collapsed = bool(main.end_lrs and main.lrs and max(main.end_lrs) < 0.01 * max(main.lrs))
+    stuck = _stuck(main, loss_fn) if loss_fn is not None and not collapsed else None
     if stuck is not None:
         return [stuck], notes
     best = min(main.losses)
-    if best <= 0.9 * start:
+    if best <= (0.5 if collapsed else 0.9) * start:
         return [], notes
-    flat = best > 0.99 * start
     helped = other is not None and other.losses and min(other.losses) < 0.9 * start
     tail = (f" With lr x10 ({_lr(other.lrs)}) {_outcome(other)}"
             f"{': the learning rate is probably too low' if helped else ', no better'}."
             if other is not None and other.losses else "")
-    return [finding("CANNOT_OVERFIT_BATCH", "error" if flat or not helped else "warning",
-                    f"training a copy on {main.samples} samples, {summary}: only {1 - best / start:.1%} lower.{tail}",
-                    "a healthy setup can memorise a single batch quickly; if it cannot, full training "
-                    "will not work either (the 'loss will not go down' checklist).",
+    decayed = ""
+    if collapsed:
+        decayed = (f" The learning rate fell from {_lr(main.lrs)} to {_lr(main.end_lrs)} within these "
+                   f"{len(main.losses)} steps: a learning-rate scheduler your step calls (stepped every batch "
+                   "instead of every epoch?) shrank every update to nothing.")
+    # The parameters changed, so the probe only ran out of steps: slow but possibly correct training.
+    return [finding("CANNOT_OVERFIT_BATCH", "warning",
+                    f"training a copy on {main.samples} samples, {summary}: only {1 - best / start:.1%} lower "
+                    f"after the probe's {main.budget or len(main.losses)} steps, although the parameters changed "
+                    f"(by up to {main.changed:.3g}).{tail}{decayed} Slow but correct training looks like this "
+                    "too, so this is a warning, not an error.",
+                    "a healthy setup can usually memorise a single batch quickly; if full training also "
+                    "stalls, look for the cause (the 'loss will not go down' checklist).",
                     "if lr x10 helped, raise the learning rate; otherwise check that the targets match "
                     "the inputs, that every layer gets gradients, and that the loss fits the task.")], notes
 
@@ -868,6 +977,14 @@ def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analys
         result.findings += registration_findings(static.hidden, None)
         return result
     result.notes += [note + "." for note in probes.notes]
+    if static.deferred or (not inputs.standard and record.model_input is not None):
+        seen = (input_findings(record.model_input, inputs.model) if record.model_input is not None
+                else static.deferred)
+        result.findings += [f for f in seen if f.code not in static.codes]
+    if not record.samples:
+        result.notes.append(f"the batch is {describe(inputs.batch)}: its number of samples could not be read "
+                            "(no leading size shared by its tensors, no per-sample lists), so the one-batch probe "
+                            "trained on all of it.")
     codes = static.codes
     result.findings += [f for f in step_findings(record, static, inputs) if f.code not in codes]
     result.notes += _unchecked(record, inputs)

@@ -55,6 +55,72 @@ def optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> li
                     "To freeze layers on purpose, call layer.requires_grad_(False).")]
 
 
+_TYPOS = ("require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient")
+
+
+def frozen_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[Finding]:
+    """NO_GRAD_FLOW from the flags alone: every tensor the optimizer holds is frozen
+    (requires_grad=False), or a module carries a plain ``requires_grad`` attribute (``model.requires_grad
+    = True`` sets an attribute and changes no parameter) that disagrees with its parameters; a warning
+    when most of what the optimizer holds is frozen."""
+    held = [p for group in optimizer.param_groups for p in group["params"]]
+    names_of = {id(p): n for n, p in model.named_parameters()}
+    frozen = [p for p in held if not p.requires_grad]
+    found: list[Finding] = []
+    for name, module in model.named_modules():
+        flag = vars(module).get("requires_grad")
+        params = list(module.parameters())
+        if not isinstance(flag, bool) or not params:
+            continue
+        off = [n for n, p in module.named_parameters() if p.requires_grad != flag]
+        if not off:
+            continue
+        label = f"model{'.' + name if name else ''}"
+        found.append(finding(  # frozen parameters that stay frozen: an error; meant to freeze but trains: a warning
+            "NO_GRAD_FLOW", "error" if flag else "warning",
+            f"{label}.requires_grad is a plain attribute set to {flag}, but {len(off)} of {len(params)} "
+            f"parameter tensors of {label} have requires_grad={not flag}: {names(off)}.",
+            "an nn.Module has no requires_grad switch: `module.requires_grad = ...` only stores a new "
+            "attribute, so " + ("the frozen parameters stay frozen and never train." if flag else
+                                "the parameters you meant to freeze still train."),
+            f"call {label}.requires_grad_({flag}) (with the underscore: it sets the flag on every parameter), "
+            f"or loop: for p in {label}.parameters(): p.requires_grad = {flag}."))
+    typos = [(n, key, value) for n, p in model.named_parameters() for key, value in vars(p).items()
+             if key in _TYPOS and isinstance(value, bool) and value != p.requires_grad]
+    if typos:
+        n, key, value = typos[0]
+        found.append(finding(
+            "NO_GRAD_FLOW", "error" if value else "warning",
+            f"{len(typos)} parameter tensor(s) carry a plain attribute `{key}` = {value} (a misspelling of "
+            f"requires_grad) while their requires_grad is {not value}: {names([t[0] for t in typos])}.",
+            f"assigning `p.{key} = ...` creates a new attribute and changes nothing, so these parameters "
+            + ("stay frozen and never train." if value else "still train although you meant to freeze them."),
+            f"spell it requires_grad: for p in ...parameters(): p.requires_grad = {value} (or "
+            f"module.requires_grad_({value}))."))
+    if held and len(frozen) == len(held):
+        found.append(finding(
+            "NO_GRAD_FLOW", "error",
+            f"all {len(held)} parameter tensors the optimizer holds ({sum(p.numel() for p in held):,} values) "
+            f"have requires_grad=False: {names([names_of.get(id(p), '?') for p in held])}.",
+            "backward() computes no gradient for frozen tensors, so optimizer.step() has nothing to apply "
+            "and the model never changes (or loss.backward() raises 'element 0 of tensors does not require "
+            "grad').",
+            "unfreeze what should train: model.requires_grad_(True) (or layer.requires_grad_(True) for the "
+            "layers to fine-tune); check that a freeze/unfreeze helper really sets p.requires_grad on each "
+            "parameter."))
+    elif held and sum(p.numel() for p in frozen) > 0.5 * sum(p.numel() for p in held):
+        found.append(finding(
+            "NO_GRAD_FLOW", "warning",
+            f"{len(frozen)} of {len(held)} parameter tensors the optimizer holds "
+            f"({sum(p.numel() for p in frozen):,} of {sum(p.numel() for p in held):,} values) have "
+            f"requires_grad=False: {names([names_of.get(id(p), '?') for p in frozen])}. They will never change.",
+            "frozen on purpose (fine-tuning only a head) this is fine; but if a freeze/unfreeze helper was "
+            "meant to make them trainable, most of the model is not learning.",
+            "to train them: layer.requires_grad_(True); frozen on purpose: build the optimizer from the "
+            "trainable ones only, torch.optim.Adam((p for p in model.parameters() if p.requires_grad), ...)."))
+    return found
+
+
 def _containers(value: Any, depth: int = 0) -> Iterator[Any]:
     """Items of a plain list/tuple/dict attribute (two levels deep), or the value itself."""
     if isinstance(value, (list, tuple)) and depth < 2:
@@ -219,12 +285,16 @@ def _scale_findings(x: torch.Tensor) -> list[Finding]:
 def static_checks(inputs: Inputs) -> StaticRecord:
     """Stage 1: what can be seen without running a step."""
     model, batch = inputs.model, inputs.batch
-    record = StaticRecord(optimizer_findings(model, inputs.optimizer) + device_findings(model, batch, inputs.loss_fn))
+    record = StaticRecord(optimizer_findings(model, inputs.optimizer) + frozen_findings(model, inputs.optimizer)
+                          + device_findings(model, batch, inputs.loss_fn))
     x = inputs.x if inputs.x is not None or not isinstance(batch, torch.Tensor) else batch
     if "DEVICE_MISMATCH" in record.codes:
         record.stop = "devices"
     else:
-        record.findings += input_findings(x, model)
+        if inputs.standard:
+            record.findings += input_findings(x, model)
+        else:  # the step may convert the batch: judged on what reaches the model (see analysis)
+            record.deferred = input_findings(x, model)
         if any(t.device.type == "meta" for _, t in leaves(batch)):
             record.stop = "meta"
             record.notes.append("the batch is on the meta device (shapes only): no step could run.")

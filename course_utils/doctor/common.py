@@ -53,17 +53,54 @@ def split_batch(batch: Any) -> tuple[Any, Any] | None:
     return None
 
 
+def _sample_list(batch: Any) -> bool:
+    """A list of samples: every item a dict, or every item a tuple/list (one sample each)."""
+    return (isinstance(batch, list) and len(batch) >= 2
+            and (all(isinstance(v, dict) for v in batch) or all(isinstance(v, (tuple, list)) for v in batch)))
+
+
+def _per_sample_lists(batch: Any) -> int:
+    """The common length of the per-sample lists at the top of a batch (detection style:
+    ``(list of images, list of target dicts)``, or a list of sample dicts), or 0."""
+    if _sample_list(batch):
+        return len(batch)
+    items = list(batch.values()) if isinstance(batch, dict) else list(batch) if isinstance(batch, (tuple, list)) else []
+    lists = {len(v) for v in items if isinstance(v, list) and v}
+    return lists.pop() if len(lists) == 1 else 0
+
+
+def samples(batch: Any) -> int:
+    """The batch size: the leading size all tensors share, or the length of the per-sample lists
+    (a list of images and a list of target dicts); 0 when neither can be read."""
+    if _sample_list(batch):
+        return len(batch)
+    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
+    if len(sizes) == 1:
+        return sizes.pop()
+    return _per_sample_lists(batch)
+
+
 def first_samples(batch: Any, n: int) -> Any:
     """The first ``n`` samples of every tensor in the batch (the batch itself when it is not larger,
-    or when its tensors do not share one leading size).
+    or when its size cannot be read). Per-sample lists (detection style) are cut to ``n`` items.
 
     >>> x, y = first_samples((torch.zeros(64, 3), torch.zeros(64)), 16)
     >>> x.shape, y.shape
     (torch.Size([16, 3]), torch.Size([16]))
+    >>> images, targets = first_samples(([torch.zeros(3, 8, 8)] * 20, [{"boxes": torch.zeros(2, 4)}] * 20), 4)
+    >>> len(images), len(targets)
+    (4, 4)
     """
-    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
-    if len(sizes) != 1 or next(iter(sizes)) <= n:
+    total = samples(batch)
+    if total <= n:
         return batch
+    if _sample_list(batch):
+        return batch[:n]
+    if len({t.shape[0] for _, t in leaves(batch) if t.dim() > 0}) != 1:  # per-sample lists
+        if isinstance(batch, dict):
+            return {k: v[:n] if isinstance(v, list) and len(v) == total else v for k, v in batch.items()}
+        items = [v[:n] if isinstance(v, list) and len(v) == total else v for v in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else type(batch)(items)
 
     def cut(obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
@@ -77,10 +114,30 @@ def first_samples(batch: Any, n: int) -> Any:
     return cut(batch)
 
 
-def samples(batch: Any) -> int:
-    """The batch size: the leading size all tensors share (0 when they do not share one)."""
-    sizes = {t.shape[0] for _, t in leaves(batch) if t.dim() > 0}
-    return sizes.pop() if len(sizes) == 1 else 0
+def describe(batch: Any, depth: int = 0) -> str:
+    """A short description of a batch's structure.
+
+    >>> describe((torch.zeros(4, 3), [{"boxes": torch.zeros(1, 4)}, {"boxes": torch.zeros(2, 4)}]))
+    "tuple(tensor float32 (4, 3), list of 2 dicts with keys 'boxes')"
+    """
+    if isinstance(batch, torch.Tensor):
+        return f"tensor {str(batch.dtype).replace('torch.', '')} {tuple(batch.shape)}"
+    if depth >= 3:
+        return type(batch).__name__
+    if isinstance(batch, dict):
+        return "dict(" + ", ".join(f"{k!r}: {describe(v, depth + 1)}" for k, v in list(batch.items())[:6]) + ")"
+    if isinstance(batch, list) and batch and len({type(v) for v in batch}) == 1 and (
+            len(batch) > 2 or isinstance(batch[0], dict)):
+        first = batch[0]
+        if isinstance(first, torch.Tensor):
+            shapes = {tuple(v.shape) for v in batch}
+            return f"list of {len(batch)} tensors " + (str(shapes.pop()) if len(shapes) == 1 else "of different shapes")
+        if isinstance(first, dict):
+            return f"list of {len(batch)} dicts with keys {', '.join(repr(k) for k in list(first)[:6])}"
+        return f"list of {len(batch)} {type(first).__name__} items"
+    if isinstance(batch, (list, tuple)):
+        return f"{type(batch).__name__}(" + ", ".join(describe(v, depth + 1) for v in batch[:6]) + ")"
+    return type(batch).__name__
 
 
 def standard_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer, loss_fn: Any) -> Any:
@@ -127,12 +184,23 @@ def class_index_shaped(pred: torch.Tensor, target: torch.Tensor) -> bool:
             and target.shape[1:] == pred.shape[2:])
 
 
-def labels_out_of_range(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> bool:
-    """Class-index labels outside 0..C-1 (ignore_index excluded)."""
-    if not (pred.is_floating_point() and not target.is_floating_point() and target.dtype != torch.bool
-            and class_index_shaped(pred, target) and has_values(target)):
+def ignored_label(loss_fn: Any, ignore_index: int | None = None) -> int:
+    """The label the loss skips: the ``ignore_index`` passed to the call, else the loss object's,
+    else PyTorch's default -100."""
+    if ignore_index is not None:
+        return int(ignore_index)
+    return int(getattr(loss_fn, "ignore_index", -100))
+
+
+def labels_out_of_range(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
+                        ignore_index: int | None = None) -> bool:
+    """Class-index labels outside 0..C-1 (the ignored label excluded), for a cross-entropy loss
+    (CrossEntropyLoss, NLLLoss, F.cross_entropy, F.nll_loss). Other losses may mask labels
+    themselves (-1 for "no label"), so their labels are not judged before the call."""
+    if not (is_cross_entropy(loss_fn) and pred.is_floating_point() and not target.is_floating_point()
+            and target.dtype != torch.bool and class_index_shaped(pred, target) and has_values(target)):
         return False
-    valid = target[target != getattr(loss_fn, "ignore_index", -100)]
+    valid = target[target != ignored_label(loss_fn, ignore_index)]
     return valid.numel() > 0 and (int(valid.min()) < 0 or int(valid.max()) >= pred.shape[1])
 
 
@@ -174,10 +242,10 @@ def bce_out_of_range(pred: torch.Tensor, loss_fn: Any) -> bool:
                 and bool(((pred < 0) | (pred > 1)).any()))
 
 
-def loss_guard(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> str | None:
+def loss_guard(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, ignore_index: int | None = None) -> str | None:
     """What must stop a loss call *before* it runs (labels out of range would hit a device-side
     assert on a GPU; the others raise an error that names no cause), or None."""
-    if labels_out_of_range(pred, target, loss_fn):
+    if labels_out_of_range(pred, target, loss_fn, ignore_index):
         return "labels"
     if targets_shaped_n1(pred, target, loss_fn):
         return "target_n1"

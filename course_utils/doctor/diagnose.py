@@ -2,7 +2,8 @@
 
 ``diagnose(model, loss_fn, optimizer, batch, train_step=None)`` looks at the objects, then runs
 your ``train_step(model, batch, optimizer, loss_fn) -> loss`` (or :func:`standard_step`) on deep
-copies, so your model, optimizer, batch and random generators are exactly as before. It turns
+copies, so your model (weights, buffers, modes, ``requires_grad`` flags, hooks), optimizer, the
+schedulers bound to it, batch, random generators, grad mode and default dtype are exactly as before. It turns
 the classic troubleshooting table and the "loss will not go down" checklist into probes:
 
 1. static checks: parameters missing from the optimizer, devices, input dtype/NaN/scale;
@@ -51,7 +52,7 @@ from torch import nn
 from .analysis import analyse
 from .checks import static_checks
 from .common import MAX_STEPS, OVERFIT_SAMPLES, first_samples, leaves, split_batch, standard_step
-from .probes import preserved_state, run_probes
+from .probes import CallerState, preserved_state, run_probes
 from .records import Analysis, Inputs, StaticRecord, finding
 from .report import Report, build_report
 
@@ -127,9 +128,13 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
         if sum(p.numel() for p in model.parameters()) < SMALL_MODEL:
             torch.set_num_threads(1)  # small models: fastest on one thread, and the same numbers on any machine
         with preserved_state():
-            static = static_checks(inputs)
-            probes = run_probes(inputs, static)
-            result = analyse(inputs, static, probes)
+            caller = CallerState(model, optimizer, (train_step, loss_fn))
+            try:
+                static = static_checks(inputs)
+                probes = run_probes(inputs, static, caller)
+                result = analyse(inputs, static, probes)
+            finally:
+                caller.restore()
     except Exception as exc:  # noqa: BLE001 -- never raise from deep inside: say what could not be checked
         result = Analysis(list(static.findings), list(static.notes))
         result.findings.append(finding(

@@ -9,8 +9,13 @@ opinion with the learning rate x0.1 or x10.
 
 Every probe copies ``(model, optimizer, batch, loss_fn)`` in one ``copy.deepcopy`` call, so the
 copied optimizer holds the copied parameters, with the same hyperparameters and state (momentum
-buffers, Adam moments). The caller's objects are never touched; :func:`preserved_state` also
-restores the random generators and the grad mode afterwards.
+buffers, Adam moments); attributes hung on the optimizer (``optimizer.scheduler``) are copied bound
+to the copy. A learning-rate scheduler that the step closes over (bound to the caller's optimizer)
+is pointed at the probe's copy while the probe runs, so it changes the copy's learning rates as it
+would in real training. :class:`CallerState` takes the caller's model, optimizer and those
+schedulers as they were and puts them back after every probe (a step may reach them anyway, e.g.
+a global model); :func:`preserved_state` restores the random generators, the grad mode, the
+default dtype and the anomaly-detection flag.
 
 Probes are bounded by a number of steps, never by time: the same setup gives the same records on
 a fast, a slow or a busy machine.
@@ -33,8 +38,10 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
+import types
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,8 +52,17 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
-from .common import OVERFIT_SAMPLES, divergence, first_samples, learner_line, leaves, loss_guard, samples
-from .graph import producer, walk
+from .common import (
+    OVERFIT_SAMPLES,
+    divergence,
+    first_samples,
+    has_values,
+    learner_line,
+    leaves,
+    loss_guard,
+    samples,
+)
+from .graph import floor, graph_nodes, producer, walk
 from .records import (
     GraphInfo,
     Inputs,
@@ -89,6 +105,7 @@ def preserved_state() -> Iterator[list[warnings.WarningMessage]]:
     import numpy as np
 
     py_state, np_state, grad = random.getstate(), np.random.get_state(), torch.is_grad_enabled()
+    dtype, anomaly = torch.get_default_dtype(), torch.is_anomaly_enabled()
     cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
     devices = list(range(torch.cuda.device_count())) if cuda else []
     with torch.random.fork_rng(devices=devices), warnings.catch_warnings(record=True) as caught:
@@ -99,6 +116,170 @@ def preserved_state() -> Iterator[list[warnings.WarningMessage]]:
             random.setstate(py_state)
             np.random.set_state(np_state)
             torch.set_grad_enabled(grad)
+            torch.set_default_dtype(dtype)
+            torch.autograd.set_detect_anomaly(anomaly)
+
+
+def _is_scheduler(obj: Any, optimizer: torch.optim.Optimizer) -> bool:
+    from torch.optim import lr_scheduler
+
+    try:
+        bound = vars(obj).get("optimizer") is optimizer
+    except TypeError:
+        return False
+    return bound and (isinstance(obj, (lr_scheduler.LRScheduler, lr_scheduler.ReduceLROnPlateau))
+                      or "last_epoch" in vars(obj))
+
+
+def _global_names(code: Any) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _schedulers(optimizer: torch.optim.Optimizer, roots: list[Any], limit: int = 4000) -> list[Any]:
+    """The learning-rate schedulers bound to ``optimizer`` (``torch.optim.lr_scheduler`` ones, SWALR,
+    ReduceLROnPlateau, or any object with ``.optimizer`` and ``.last_epoch``) that the ``roots``
+    (the train_step, the loss, the model, the optimizer's hooks) can reach: through a function's
+    closure, defaults and the globals it names, a bound method's object, a partial, containers
+    and object attributes, a few levels deep. A train_step that closes over such a scheduler steps
+    it, and that changes the caller's learning rates."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(root, 0) for root in roots]
+    skip = (str, bytes, int, float, bool, complex, type, types.ModuleType, torch.Tensor, type(None))
+    while stack and len(seen) < limit:
+        obj, depth = stack.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        if _is_scheduler(obj, optimizer):
+            found.append(obj)
+            continue
+        if depth >= 4:
+            continue
+        children: list[Any] = []
+        if isinstance(obj, types.FunctionType):
+            children += [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
+            children += [obj.__globals__[n] for n in _global_names(obj.__code__) if n in obj.__globals__]
+            children += list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
+        elif isinstance(obj, types.MethodType):
+            children += [obj.__func__, obj.__self__]
+        elif isinstance(obj, functools.partial):
+            children += [obj.func, *obj.args, *obj.keywords.values()]
+        elif isinstance(obj, dict):
+            children += list(obj.values())[:200]
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            children += list(obj)[:200]
+        elif isinstance(obj, nn.Module):
+            children += [v for k, v in vars(obj).items() if k not in ("_parameters", "_buffers")]
+        elif isinstance(obj, torch.optim.Optimizer):
+            children += [h for k, v in vars(obj).items() if k.endswith("_hooks") for h in v.values()]
+        else:
+            try:
+                children += list(vars(obj).values())[:200]
+            except TypeError:
+                pass
+            call = getattr(type(obj), "__call__", None)
+            if isinstance(call, types.FunctionType) and not type(obj).__module__.startswith("torch"):
+                children.append(call)
+        stack += [(child, depth + 1) for child in children]
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 -- raises ValueError when empty
+    except ValueError:
+        return False
+    return True
+
+
+def _clone(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 -- keep the object itself
+        return value
+
+
+class CallerState:
+    """Everything of the caller's that a probe could change, taken before the probes and put back
+    after each one: the model's parameters, buffers, gradients, ``training`` and ``requires_grad``
+    flags and hooks; the optimizer's param_groups (``lr``, ``initial_lr`` ...), state and
+    attributes; every scheduler bound to the optimizer (``last_epoch``, ``_last_lr``,
+    ``base_lrs`` ...). The probes work on copies; this covers a ``train_step`` that reaches the
+    caller's objects anyway (a scheduler or a global model it closes over)."""
+
+    _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+              "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called",
+              "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+              "_load_state_dict_post_hooks")
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, roots: tuple[Any, ...] = ()) -> None:
+        self.model, self.optimizer = model, optimizer
+        self.modules = [(m, m.training, {k: dict(v) for k in self._HOOKS if isinstance(v := getattr(m, k, None), dict)},
+                         dict(m._parameters), dict(m._buffers), dict(m._modules)) for m in model.modules()]
+        self.tensors = [(t, t.detach().clone(), t.requires_grad if isinstance(t, nn.Parameter) else None,
+                         None if t.grad is None or not isinstance(t, nn.Parameter) else t.grad.detach().clone(),
+                         t.grad is None) for t in self._tensors(model)]
+        self.groups = [{k: _clone(v) for k, v in g.items() if k != "params"} | {"params": list(g["params"])}
+                       for g in optimizer.param_groups]
+        self.state = {p: {k: _clone(v) for k, v in st.items()} for p, st in optimizer.state.items()}
+        self.opt_attrs = {k: v for k, v in vars(optimizer).items() if k not in ("param_groups", "state")}
+        self.schedulers = [(s, {k: (v if k == "optimizer" else _clone(v)) for k, v in vars(s).items()})
+                           for s in _schedulers(optimizer, [*roots, model, optimizer])]
+
+    @staticmethod
+    def _tensors(model: nn.Module) -> list[torch.Tensor]:
+        seen: set[int] = set()
+        out = []
+        for t in [*model.parameters(), *model.buffers()]:
+            if id(t) not in seen:
+                seen.add(id(t))
+                out.append(t)
+        return out
+
+    def restore(self) -> None:
+        for module, training, hooks, params, buffers, children in self.modules:
+            module.training = training
+            for key, value in hooks.items():
+                current = getattr(module, key)
+                current.clear()
+                current.update(value)
+            for store, saved in ((module._parameters, params), (module._buffers, buffers), (module._modules, children)):
+                if store != saved:
+                    store.clear()
+                    store.update(saved)
+        with torch.no_grad():
+            for tensor, value, requires_grad, grad, no_grad in self.tensors:
+                if tensor.shape != value.shape or tensor.dtype != value.dtype or tensor.device != value.device:
+                    tensor.data = value
+                elif tensor.device.type != "meta" and tensor.layout == torch.strided and not torch.equal(tensor, value):
+                    tensor.copy_(value)
+                if requires_grad is not None:
+                    tensor.requires_grad_(requires_grad)
+                    if no_grad:
+                        tensor.grad = None
+                    elif grad is not None and (tensor.grad is None or grad.layout != torch.strided
+                                               or grad.device.type == "meta" or not torch.equal(tensor.grad, grad)):
+                        tensor.grad = grad.clone()
+        for group, saved in zip(self.optimizer.param_groups, self.groups):
+            group.clear()
+            group.update({k: _clone(v) if k != "params" else v for k, v in saved.items()})
+        self.optimizer.state.clear()
+        self.optimizer.state.update({p: {k: _clone(v) for k, v in st.items()} for p, st in self.state.items()})
+        for key in [k for k in vars(self.optimizer) if k not in self.opt_attrs and k not in ("param_groups", "state")]:
+            delattr(self.optimizer, key)
+        for key, value in self.opt_attrs.items():
+            if vars(self.optimizer).get(key) is not value:
+                setattr(self.optimizer, key, value)
+        for scheduler, saved in self.schedulers:
+            scheduler.__dict__.clear()
+            scheduler.__dict__.update({k: (v if k == "optimizer" else _clone(v)) for k, v in saved.items()})
 
 
 def seed_all(seed: int = SEED) -> None:
@@ -107,6 +288,13 @@ def seed_all(seed: int = SEED) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def dense(tensor: torch.Tensor) -> torch.Tensor:
+    """A detached dense copy of a gradient (nn.Embedding(sparse=True) gives sparse ones, which most
+    operations the probes use do not support)."""
+    tensor = tensor.detach()
+    return tensor.to_dense() if tensor.layout != torch.strided else tensor
 
 
 def _attached(value: Any) -> bool:
@@ -157,6 +345,7 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
                     memo[id(tensor)] = tensor.detach().clone()
         try:
             model_c, opt_c, batch_c, loss_c = copy.deepcopy((model, optimizer, batch, loss_fn), memo)
+            memo[id(optimizer)] = opt_c
         except Exception as exc:  # noqa: BLE001 -- try the next fallback
             error = exc
             continue
@@ -164,6 +353,13 @@ def copies(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_
             notes.extend(n for n in done if n not in notes)
         for param in model_c.parameters():
             param.grad = None
+        for key, value in vars(optimizer).items():  # e.g. optimizer.scheduler: copied bound to the copy
+            # (not a scheduler's wrapper of optimizer.step: it would call the caller's optimizer)
+            if key not in vars(opt_c) and not isinstance(value, (types.FunctionType, types.MethodType)):
+                try:
+                    setattr(opt_c, key, copy.deepcopy(value, memo))
+                except Exception:  # noqa: BLE001 -- share what cannot be copied
+                    setattr(opt_c, key, value)
         back = {id(v): k for k, v in memo.items() if isinstance(v, torch.Tensor)}
         return model_c, opt_c, batch_c, loss_c, back
     raise CopyFailed(f"{type(error).__name__}: {error}")
@@ -204,7 +400,9 @@ class LossRecorder:
         pred = target = None
         if len(tensors) >= 2:
             pred, target = tensors[0], tensors[1]
-            guard = loss_guard(pred, target, self.loss_fn)
+            ignore = kwargs.get("ignore_index")
+            ignore = int(ignore) if isinstance(ignore, int) else None
+            guard = loss_guard(pred, target, self.loss_fn, ignore) or self._cpu_first(pred, target, args, kwargs)
             if guard is not None:
                 raise ProbeAbort(StepError("guard", guard, guard=guard,
                                            call=self._record(pred, target, None, args, kwargs)))
@@ -219,12 +417,31 @@ class LossRecorder:
                 self.graph = walk(out)
         return out
 
+    def _cpu_first(self, pred: torch.Tensor, target: torch.Tensor, args: tuple, kwargs: dict) -> str | None:
+        """A loss the doctor does not know, given integer targets on a GPU: an index out of range
+        there is a device-side assert that breaks the CUDA session, so the call is tried on CPU
+        copies first; "labels" when that raises an index error."""
+        if (pred.device.type == "cpu" or not pred.is_floating_point() or target.is_floating_point()
+                or target.dtype == torch.bool or not has_values(target) or len(args) < 2
+                or args[0] is not pred or args[1] is not target):
+            return None
+        try:
+            with torch.no_grad():
+                self.loss_fn(pred.detach().cpu(), target.cpu(), *args[2:], **kwargs)
+        except (IndexError, RuntimeError) as exc:
+            return "labels" if "out of bounds" in str(exc) or "out of range" in str(exc) else None
+        except Exception:  # noqa: BLE001 -- the loss cannot run on the CPU (weights on the GPU): not decided
+            return None
+        return None
+
     def _record(self, pred: torch.Tensor, target: torch.Tensor, out: Any, args: tuple, kwargs: dict) -> LossCall:
         try:
             autocast = torch.is_autocast_enabled(pred.device.type)
         except (RuntimeError, TypeError):
             autocast = False
-        call = LossCall(pred.detach(), target.detach(), autocast, producer(pred), pred.requires_grad)
+        ignore = kwargs.get("ignore_index")
+        call = LossCall(pred.detach(), target.detach(), autocast, producer(pred), pred.requires_grad,
+                        ignore_index=int(ignore) if isinstance(ignore, int) else None, floor=floor(pred))
         if (out is not None and not self.calls and pred.shape != target.shape and pred.numel() == target.numel() > 0
                 and len(args) >= 2 and args[0] is pred and args[1] is target and pred.device.type != "meta"):
             same: list[bool] = []
@@ -283,8 +500,9 @@ class _Instruments:
             left, inc = self.record.leftover[-1], self.record.increments[-1]
             if pid not in left:
                 old = param.grad
-                left[pid] = None if old is None or not bool(old.any()) else old.detach().clone()
-            inc[pid] = grad.detach().clone() if pid not in inc else inc[pid] + grad.detach()
+                old = None if old is None else dense(old)
+                left[pid] = None if old is None or not bool(old.any()) else old.clone()
+            inc[pid] = dense(grad).clone() if pid not in inc else inc[pid] + dense(grad)
         return hook
 
     def _rnn_hook(self, label: str) -> Callable:
@@ -296,6 +514,8 @@ class _Instruments:
     def _root_hook(self, module: nn.Module, inputs: Any) -> None:
         if self.record.root_training is None:
             self.record.root_training = module.training
+            first = next((t for t in inputs if isinstance(t, torch.Tensor)), None) if isinstance(inputs, tuple) else None
+            self.record.model_input = first.detach() if first is not None else None
 
     def _arrived(self, param: torch.Tensor) -> None:
         self.record.accumulated[id(param)] += 1
@@ -326,7 +546,7 @@ class _Instruments:
         """Replaces optimizer.step() in the first probe: records the gradients, changes nothing."""
         closure = closure if closure is not None else (args[0] if args and callable(args[0]) else None)
         result = closure() if closure is not None else None
-        self.record.step_grads.append({id(p): None if p.grad is None else p.grad.detach().clone()
+        self.record.step_grads.append({id(p): None if p.grad is None else dense(p.grad).clone()
                                        for p in self.record.trainable})
         return result
 
@@ -341,30 +561,46 @@ def _trainable(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict
     return names, [p for p in model.parameters() if p.requires_grad and id(p) in in_opt]
 
 
+def _rebind(schedulers: list[Any] | None, opt_c: torch.optim.Optimizer) -> None:
+    """Point the caller's schedulers (that the step closes over) at the probe's optimizer copy, so
+    that stepping them changes the copy's learning rates as it would change the caller's in real
+    training. :meth:`CallerState.restore` points them back."""
+    for scheduler in schedulers or ():
+        scheduler.optimizer = opt_c
+
+
 def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-               step: Step, calls: int = 2, notes: list[str] | None = None) -> StepRecord:
+               step: Step, calls: int = 2, notes: list[str] | None = None,
+               schedulers: list[Any] | None = None) -> StepRecord:
     """Run ``step`` ``calls`` times on copies with optimizer.step() replaced by a recorder.
 
     The optimizer's parameters never change, and the RNG is re-seeded before each call, so every
     call sees the same parameters, batch and dropout masks. What ``.grad`` holds when the second
     call's first gradient arrives tells whether the step clears old gradients."""
     model_c, opt_c, batch_c, loss_c, back = copies(model, optimizer, batch, loss_fn, notes)
+    _rebind(schedulers, opt_c)
     record = StepRecord(*_trainable(model_c, opt_c), samples=samples(batch_c))
     recorder = LossRecorder(loss_c)
     instruments = _Instruments(model_c, record)
     opt_c.step = instruments.fake_step  # type: ignore[method-assign]
     backward_graphs: list[GraphInfo] = []
     original_backward = torch.Tensor.backward
+    #: Per call: the operations (autograd nodes) of its first backward() graph, parameters' excluded.
+    operations: list[list[Any]] = []
 
     def recorded_backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         """The graph of the first tensor backward() runs on (the loss, however the step made it)."""
         if not backward_graphs and getattr(tensor, "grad_fn", None) is not None:
             backward_graphs.append(walk(tensor))
+        if len(operations) == instruments.call and getattr(tensor, "grad_fn", None) is not None:
+            operations.append(graph_nodes(tensor))
         return original_backward(tensor, *args, **kwargs)
 
     torch.Tensor.backward = recorded_backward  # type: ignore[method-assign]
     try:
         for call in range(calls):
+            if len(operations) < call:
+                operations.append([])
             instruments.start_call(call)
             seed_all()
             out = step(model_c, copy.deepcopy(batch_c), opt_c, recorder)
@@ -379,10 +615,13 @@ def probe_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, l
         instruments.remove()
         record.loss_calls = recorder.calls
         record.graph = recorder.graph or (backward_graphs[0] if backward_graphs else None)
+    if len(operations) >= 2 and operations[0] and operations[1]:
+        earlier = {id(node) for node in operations[0]}
+        record.reused_operations = sum(1 for node in operations[1] if id(node) in earlier)
     if record.graph is not None and record.graph.complete:
         record.reached = {back[id(t)] for t in record.graph.leaves if id(t) in back}
         known = set(record.names) | {id(p) for g in opt_c.param_groups for p in g["params"]}
-        record.foreign = [(tuple(t.shape), back.get(id(t))) for t in record.graph.leaves
+        record.foreign = [(tuple(t.shape), back.get(id(t)), isinstance(t, nn.Parameter)) for t in record.graph.leaves
                           if id(t) not in known and t.requires_grad]
     return record
 
@@ -403,12 +642,17 @@ def step_budget(n_params: int, activations_per_sample: float, samples: int, cap:
 
 
 def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, loss_fn: Any,
-                  step: Step, max_steps: int = 50, lr_scale: float = 1.0, done: float = 0.05) -> OverfitRecord:
+                  step: Step, max_steps: int = 50, lr_scale: float = 1.0, done: float = 0.05,
+                  schedulers: list[Any] | None = None) -> OverfitRecord:
     """Train copies on one batch for ``max_steps`` steps; stop early only when the loss is
     non-finite or has fallen to ``done`` times its start (memorised). No clock is read."""
     model_c, opt_c, batch_c, loss_c, _ = copies(model, optimizer, batch, loss_fn)
     for group in opt_c.param_groups:
         group["lr"] = group["lr"] * lr_scale
+    _rebind(schedulers, opt_c)
+    for scheduler in schedulers or ():
+        if lr_scale != 1.0 and isinstance(getattr(scheduler, "base_lrs", None), list):
+            scheduler.base_lrs = [lr * lr_scale for lr in scheduler.base_lrs]
     lrs = sorted({float(g["lr"]) for g in opt_c.param_groups})
     calls = [0]
     handle = opt_c.register_step_post_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
@@ -430,24 +674,40 @@ def probe_overfit(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any
         handle.remove()
     record.step_calls = calls[0]
     record.last = recorder.last
+    record.end_lrs = sorted({float(g["lr"]) for g in opt_c.param_groups})
     with torch.no_grad():
         record.changed = max((float((p - b).abs().max()) for p, b in zip(trainable, before)
                               if p.numel()), default=0.0)
     return record
 
 
-def run_probes(inputs: Inputs, static: StaticRecord) -> ProbeRecord:
+def run_probes(inputs: Inputs, static: StaticRecord, caller: CallerState | None = None) -> ProbeRecord:
     """Stage 2: the instrumented step, then the one-batch run and its second opinion.
 
     Nothing runs when the static checks found that no step can (``static.stop``). Raises
     nothing for the learner's errors (they are recorded); :class:`CopyFailed` becomes
-    ``copy_failed``."""
+    ``copy_failed``. ``caller``: the caller's objects as they were, put back after every probe (so
+    a scheduler the step closes over starts each probe where the caller left it)."""
     probes = ProbeRecord(n_params=sum(p.numel() for p in inputs.model.parameters()))
     if static.stop is not None:
         return probes
     args = (inputs.model, inputs.optimizer, inputs.batch, inputs.loss_fn)
+    bound = [s for s, _ in caller.schedulers] if caller is not None else []
+
+    def overfit(batch: Any, steps: int, lr_scale: float = 1.0) -> OverfitRecord:
+        try:
+            return probe_overfit(inputs.model, inputs.optimizer, batch, inputs.loss_fn, inputs.step, steps,
+                                 lr_scale=lr_scale, schedulers=bound)
+        finally:
+            if caller is not None:
+                caller.restore()
+
     try:
-        record = probe_step(*args, inputs.step, notes=probes.notes)
+        try:
+            record = probe_step(*args, inputs.step, notes=probes.notes, schedulers=bound)
+        finally:
+            if caller is not None:
+                caller.restore()
         probes.step = record
         if record.error is not None or record.returned is not None or not record.losses \
                 or not math.isfinite(record.losses[0]):
@@ -456,17 +716,16 @@ def run_probes(inputs: Inputs, static: StaticRecord) -> ProbeRecord:
         probes.budget = step_budget(probes.n_params, per_sample,
                                     min(record.samples or OVERFIT_SAMPLES, OVERFIT_SAMPLES), inputs.max_steps)
         small = first_samples(inputs.batch, OVERFIT_SAMPLES)
-        main = probe_overfit(inputs.model, inputs.optimizer, small, inputs.loss_fn, inputs.step, probes.budget)
+        main = overfit(small, probes.budget)
         if main.error is not None and small is not inputs.batch:  # e.g. a view(batch_size, -1) in the step
             probes.whole_batch = True
             small = inputs.batch
-            main = probe_overfit(inputs.model, inputs.optimizer, small, inputs.loss_fn, inputs.step, probes.budget)
+            main = overfit(small, probes.budget)
         probes.overfit = main
         if not static.has_errors and main.error is None and main.losses and main.step_calls and main.changed:
             scale = 0.1 if divergence(main.losses) else 10.0
             if scale < 1 or main.losses[0] > 0 and min(main.losses) > 0.9 * main.losses[0]:
-                probes.second = probe_overfit(inputs.model, inputs.optimizer, small, inputs.loss_fn, inputs.step,
-                                              max(probes.budget // 2, 1), lr_scale=scale)
+                probes.second = overfit(small, max(probes.budget // 2, 1), lr_scale=scale)
     except CopyFailed as exc:
         probes.copy_failed = str(exc)
     return probes

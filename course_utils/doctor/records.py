@@ -63,7 +63,8 @@ CODES: dict[str, str] = {
     "RNN_BATCH_FIRST": "an RNN built with batch_first=False is fed (batch, time, features) inputs",
     "NLL_ON_LOGITS": "NLLLoss receives raw scores instead of log-probabilities (no log_softmax)",
     "BCE_ON_LOGITS": "BCELoss receives raw scores instead of probabilities (no sigmoid)",
-    "RELU_ON_OUTPUT": "a regression output ends in ReLU, so it can never predict the negative targets",
+    "RELU_ON_OUTPUT": ("the output ends in a ReLU (or a clamp at 0): a regression model can never predict the "
+                       "negative targets, a classifier's scores can never go below 0"),
     "NOT_CHECKED": "the doctor could not run its checks; the message says what and why",
     "STEP_FAILED": "the training step raised an error that none of the other codes explains",
 }
@@ -141,6 +142,10 @@ class StaticRecord:
     hidden: list[Hidden] = field(default_factory=list)
     #: Why no step can run (devices differ, the batch is on the meta device), or None.
     stop: str | None = None
+    #: Findings about the batch's inputs when a train_step of your own runs: it may convert or
+    #: normalise them, so the analysis judges what reached the model instead, and uses these only
+    #: when the step never called the model.
+    deferred: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -180,6 +185,11 @@ class LossCall:
     #: When the shapes differ: does the loss give the same value with the target reshaped to the
     #: prediction's shape? (True: the loss reshapes internally; None: not tried.)
     reshaped_same: bool | None = None
+    #: The ``ignore_index`` passed to the call (None: not passed; the loss object's or -100 applies).
+    ignore_index: int | None = None
+    #: The operation right after the last layer that bounds the prediction from below (a ReLU, a
+    #: clamp(min=0)...), looking through reshapes: (operation, lower bound); None when there is none.
+    floor: tuple[str, float] | None = None
 
 
 @dataclass
@@ -226,11 +236,17 @@ class StepRecord:
     #: loss graph was walked completely; None otherwise.
     reached: set[int] | None = None
     #: Shapes of tensors the loss depends on that receive gradients but are parameters of neither
-    #: the model nor the optimizer, and are not attributes of the model (created inside forward()).
-    foreign: list[tuple[int, ...]] = field(default_factory=list)
+    #: the model nor the optimizer, and are not attributes of the model (created inside forward()):
+    #: (shape, id of the caller's tensor or None, whether it is an nn.Parameter).
+    foreign: list[tuple[tuple[int, ...], int | None, bool]] = field(default_factory=list)
     #: RNN layers seen in the first call: (name, batch_first, shape of the input).
     rnn_inputs: list[tuple[str, bool, tuple[int, ...]]] = field(default_factory=list)
     error: StepError | None = None
+    #: Operations recorded during the first call that the second call's backward() went through
+    #: again (state carried between steps with its graph, hidden by retain_graph=True).
+    reused_operations: int = 0
+    #: What the model's forward() received first in the first call (the first tensor argument).
+    model_input: torch.Tensor | None = None
     #: Type name of what the step returned when it was not a loss (and loss_fn was never called).
     returned: str | None = None
 
@@ -248,6 +264,8 @@ class OverfitRecord:
     #: The last (prediction, target) that reached the loss.
     last: tuple[torch.Tensor, torch.Tensor] | None = None
     budget: int = 0
+    #: The learning rates after the last step (a scheduler the step closes over may change them).
+    end_lrs: list[float] = field(default_factory=list)
 
 
 @dataclass

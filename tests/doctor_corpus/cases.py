@@ -933,6 +933,73 @@ def _keras(fixed: bool) -> Setup:
         _keras_step(fixed)
 
 
+
+# --- ReLU after the classifier's last layer -------------------------------------------------------
+# https://github.com/pytorch/tutorials/pull/1644 : the "build the model" tutorial's network ended in
+# Linear(512, 10) followed by a ReLU before CrossEntropyLoss; the PR removed the last ReLU.
+
+def _tutorial_net(relu_last: bool) -> Setup:
+    torch.manual_seed(16)
+    layers: list[nn.Module] = [nn.Flatten(), nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 48), nn.ReLU(),
+                               nn.Linear(48, 10)]
+    model = nn.Sequential(*layers, *([nn.ReLU()] if relu_last else []))
+    x = torch.rand(64, 1, 8, 8, generator=_g(16))
+    y = (x.flatten(1) @ torch.randn(64, 10, generator=_g(17))).argmax(1)
+    return model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05), (x, y), None
+
+
+# --- a critic's (N, 1) value against an (N, 4) target -------------------------------------------------
+# https://github.com/sunwuzhou03/reinforcement-learning-lab/issues/1 : in a SAC update the TD target
+# used the log-probability of a 4-dimensional action without summing it over the action dimension,
+# so F.mse_loss compared the critic's (64, 1) values with a (64, 4) target (broadcast warning); the
+# fix summed the log-probability so the target is (64, 1).
+
+def _sac_critic(summed: bool) -> Setup:
+    torch.manual_seed(18)
+    critic = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+    g = _g(18)
+    states, actions = torch.randn(64, 6, generator=g), torch.tanh(torch.randn(64, 4, generator=g))
+    reward = torch.randn(64, 1, generator=g)
+    log_prob = -0.5 * actions ** 2 - 0.9189  # per action dimension, (64, 4)
+    entropy_term = log_prob.sum(dim=1, keepdim=True) if summed else log_prob
+    target = reward - 0.2 * entropy_term
+
+    def step(model, batch, optimizer, loss_fn):
+        s, a, td_target = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(torch.cat([s, a], dim=1)), td_target.detach())
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return critic, F.mse_loss, torch.optim.Adam(critic.parameters(), lr=3e-3), (states, actions, target), step
+
+
+# --- every parameter frozen for fine-tuning ------------------------------------------------------------
+# https://github.com/cfzd/Ultra-Fast-Lane-Detection/issues/282 : to fine-tune, the whole network was
+# frozen (for param in model.parameters(): param.requires_grad = False) and training raised "element 0
+# of tensors does not require grad"; the fix froze only the backbone and gave the optimizer the
+# trainable parameters only.
+
+class _LaneNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(19)
+        self.model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten())
+        self.cls = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.cls(self.model(x))
+
+
+def _lane(backbone_only: bool) -> Setup:
+    net = _LaneNet()
+    frozen = net.model if backbone_only else net
+    for param in frozen.parameters():
+        param.requires_grad = False
+    params = [p for p in net.parameters() if p.requires_grad] if backbone_only else list(net.parameters())
+    optimizer = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    return net, nn.CrossEntropyLoss(), optimizer, _images(c=4), None
+
 CASES: list[Case] = [
     Case("softmax layer before CrossEntropyLoss", "https://github.com/bowang-lab/Transformer-GCN-QA/pull/32",
          "SOFTMAX_BEFORE_CE", lambda: _scorer(True), lambda: _scorer(False)),
@@ -1015,6 +1082,12 @@ CASES: list[Case] = [
          "INPUT_NOT_NORMALIZED", lambda: _float_pixels(False), lambda: _float_pixels(True)),
     Case("a sign layer in the middle of the network", "https://github.com/torch/nn/issues/1174",
          "NON_DIFFERENTIABLE", lambda: _binarized(False), lambda: _binarized(True)),
+    Case("ReLU after the classifier's last Linear layer", "https://github.com/pytorch/tutorials/pull/1644",
+         "RELU_ON_OUTPUT", lambda: _tutorial_net(True), lambda: _tutorial_net(False)),
+    Case("critic (N, 1) against a TD target (N, 4)", "https://github.com/sunwuzhou03/reinforcement-learning-lab/issues/1",
+         "BROADCAST_IN_LOSS", lambda: _sac_critic(False), lambda: _sac_critic(True)),
+    Case("every parameter frozen for fine-tuning", "https://github.com/cfzd/Ultra-Fast-Lane-Detection/issues/282",
+         "NO_GRAD_FLOW", lambda: _lane(False), lambda: _lane(True)),
     Case("custom train_step (Keras 3, torch backend) without zero_grad",
          "https://github.com/fchollet/deep-learning-with-python-notebooks/issues/293",
          "ZERO_GRAD_MISSING", lambda: _keras(False), lambda: _keras(True)),
