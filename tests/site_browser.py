@@ -93,6 +93,9 @@ def load_page(page: Any, problems: list[str], url: str, settle_ms: int = 300) ->
     return found
 
 
+DETAILS = {"widget": ".course-widget-note", "figure": "article img", "math": "mjx-container"}
+
+
 def screenshots(site: Path, out: Path, pages: list[str]) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
@@ -107,6 +110,16 @@ def screenshots(site: Path, out: Path, pages: list[str]) -> list[Path]:
             shot = out / (Path(name).stem + ".png")
             page.screenshot(path=str(shot))
             written.append(shot)
+            # Then the first widget, figure and formula of the page, each scrolled to the top.
+            for label, selector in DETAILS.items():
+                element = page.locator(selector).first
+                if element.count():
+                    element.evaluate("""e => window.scrollTo({behavior: 'instant',
+                        top: e.getBoundingClientRect().top + window.scrollY - 80})""")
+                    page.wait_for_timeout(800)
+                    shot = out / f"{Path(name).stem}-{label}.png"
+                    page.screenshot(path=str(shot))
+                    written.append(shot)
         browser.close()
     return written
 
