@@ -69,8 +69,17 @@ def new_page(browser: Any, base: str) -> tuple[Any, list[str]]:
     page.route("**/*", route)
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"uncaught exception: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} ({r.failure})")
-            if urlsplit(r.url).netloc == own else None)
+    pending: set[Any] = set()
+    page.__dict__["course_pending"] = pending  # requests still in flight: load_page waits for none
+    page.on("request", lambda r: pending.add(r))
+    page.on("requestfinished", lambda r: pending.discard(r))
+
+    def failed(r: Any) -> None:
+        pending.discard(r)
+        if urlsplit(r.url).netloc == own:
+            problems.append(f"request failed: {r.url} ({r.failure})")
+
+    page.on("requestfailed", failed)
     page.on("response", lambda r: problems.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None)
     return page, problems
 
@@ -86,6 +95,15 @@ def load_page(page: Any, problems: list[str], url: str, settle_ms: int = 300) ->
         await document.fonts.ready; }""")
     page.wait_for_load_state("networkidle")
     page.wait_for_timeout(settle_ms)
+    # Late requests (fonts a script asks for after typesetting) must finish before the next navigation,
+    # which would otherwise abort them.
+    pending = page.__dict__.get("course_pending", set())
+    for _ in range(100):
+        if not pending:
+            break
+        page.wait_for_timeout(100)
+    else:
+        problems.append(f"requests still pending 10 s after load: {[r.url for r in pending][:3]}")
     broken = page.evaluate("""() => [...document.images]
         .filter(img => !(img.complete && img.naturalWidth > 0)).map(img => img.currentSrc || img.src)""")
     found = list(problems) + [f"image not drawn: {src[:120]}" for src in broken]

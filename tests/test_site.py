@@ -109,6 +109,35 @@ def test_browser_checker_reports_a_cdn_script(tmp_path: Path, browser) -> None:
 
 # --- the course's own site ----------------------------------------------------------------------
 
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-]+", line), f"{path.name}: not an exact pin: {line!r}"
+            name, version = line.split("==")
+            pins[re.sub(r"[-_.]+", "-", name.lower())] = version
+    return pins
+
+
+def test_site_requirements_are_exact_pins_that_keep_the_course_pins() -> None:
+    site, course = _pins(ROOT / "requirements-site.txt"), _pins(ROOT / "requirements.txt")
+    assert {"sphinx", "myst-nb", "jieba"} <= set(site)
+    clash = {name: (site[name], course[name]) for name in set(site) & set(course) if site[name] != course[name]}
+    assert not clash, f"requirements-site.txt changes pins of requirements.txt: {clash}"
+    lock = json.loads((ROOT / "site" / "package-lock.json").read_text(encoding="utf-8"))
+    wanted = json.loads((ROOT / "site" / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    for name, version in wanted.items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"site/package.json: pin {name} exactly, found {version!r}"
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version, f"package-lock.json disagrees on {name}"
+
+
+def test_readme_links_the_site_url() -> None:
+    url = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["course"]["site"]
+    head = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## ", 1)[0]
+    assert f"Read online: <{url}>" in head, f"the README's top should link the website {url}"
+
+
 def test_site_has_every_page_and_no_static_problem() -> None:
     site = _require_site()
     pages = set(_pages(site))

@@ -70,28 +70,33 @@ def site_url(root: Path) -> str:
     return course.get("site", "")
 
 
-def _launch_html(links: dict[str, str]) -> str:
-    return (f'<a class="course-launch" href="{html.escape(links["binder"])}">Binder</a> or '
-            f'<a class="course-launch" href="{html.escape(links["colab"])}">Colab</a>')
-
-
 # --------------------------------------------------------------------------- widgets
-def widget_note(kind: str, links: dict[str, str]) -> str:
-    """The sentence above every widget on the site (``kind``: "state" or "fallback" or "progress")."""
-    if kind == "state":
-        what = "Static snapshot of an interactive widget, drawn from its saved state: its controls do nothing here."
-    elif kind == "progress":
-        what = ("Static snapshot of a progress bar (a widget). This page was built without saved widget "
-                "state, so it shows the bar's text as it was when it first appeared; the lines after it "
-                "are the finished run's output.")
-    else:
-        what = ("Static snapshot of an interactive widget. This page was built without saved widget "
-                "state, so it shows the widget's text fallback.")
-    return (f'<p class="{_NOTE_CLASS}"><strong>{what}</strong> To run it live, open this notebook on '
-            f'{_launch_html(links)}.</p>')
+NOTES = {
+    "en": {"state": "Static snapshot of an interactive widget, drawn from its saved state: its controls do nothing here.",
+           "progress": "Static snapshot of a progress bar (a widget). This page was built without saved widget "
+                       "state, so it shows the bar's text as it was when it first appeared; the lines after it "
+                       "are the finished run's output.",
+           "fallback": "Static snapshot of an interactive widget. This page was built without saved widget "
+                       "state, so it shows the widget's text fallback.",
+           "live": "To run it live, open this notebook on {links}.", "or": "or"},
+    "zh": {"state": "交互控件的静态快照（根据保存的状态绘制）：这里的控件不会响应操作。",
+           "progress": "进度条（控件）的静态快照。本页面构建时没有保存控件状态，因此显示的是进度条刚出现时的文字；"
+                       "其后的几行是运行结束后的输出。",
+           "fallback": "交互控件的静态快照。本页面构建时没有保存控件状态，因此显示控件的文字说明。",
+           "live": "要实际运行，请在 {links} 上打开本笔记本。", "or": "或"},
+}
 
 
-def prepare_widgets(nb, links: dict[str, str]) -> dict[str, int]:
+def widget_note(kind: str, links: dict[str, str], edition: str = "en") -> str:
+    """The sentence above every widget on the site (``kind``: "state", "fallback" or "progress")."""
+    text = NOTES[edition]
+    launch = (f'<a class="course-launch" href="{html.escape(links["binder"])}">Binder</a> {text["or"]} '
+              f'<a class="course-launch" href="{html.escape(links["colab"])}">Colab</a>')
+    return (f'<p class="{_NOTE_CLASS}"><strong>{text[kind]}</strong> '
+            f'{text["live"].format(links=launch)}</p>')
+
+
+def prepare_widgets(nb, links: dict[str, str], edition: str = "en") -> dict[str, int]:
     """Rewrite widget outputs in place (see the module docstring); returns counts per kind."""
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     counts = {"state": 0, "fallback": 0, "progress": 0}
@@ -108,11 +113,11 @@ def prepare_widgets(nb, links: dict[str, str]) -> dict[str, int]:
             plain = "".join(plain) if isinstance(plain, list) else plain
             if data[WIDGET_VIEW].get("model_id") in state:
                 kind = "state"
-                outputs.append(_html_output(widget_note(kind, links)))
+                outputs.append(_html_output(widget_note(kind, links, edition)))
                 outputs.append(output)
             else:
                 kind = "progress" if _TQDM.search(plain) else "fallback"
-                outputs.append(_html_output(widget_note(kind, links) +
+                outputs.append(_html_output(widget_note(kind, links, edition) +
                                             f'<pre class="course-widget-fallback">{html.escape(plain)}</pre>'))
             counts[kind] += 1
         cell.outputs = outputs
@@ -201,7 +206,7 @@ def stage(root: Path, edition: str, dest: Path) -> dict:
         for path in sorted((base / kind).glob("[0-9][0-9]_*.ipynb")):
             nb = nbformat.read(path, as_version=4)
             links = launch_links(root, path.stem)
-            for key, value in prepare_widgets(nb, links).items():
+            for key, value in prepare_widgets(nb, links, edition).items():
                 counts[key] += value
             if kind == "solutions":
                 learner = f"../notebooks/{path.name}"
