@@ -40,7 +40,8 @@ templates_path = [str(HERE / "_templates")]
 html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
-html_theme_options = {"sidebar_hide_name": False, "navigation_with_keys": True}
+# The "view" button's template is replaced by the course bar (site/_templates/components/view-this-page.html).
+html_theme_options = {"sidebar_hide_name": False, "navigation_with_keys": True, "top_of_page_buttons": ["view"]}
 
 # Served by the site itself (tools/site.py copies them from the npm registry's packages): no CDN.
 mathjax_path = "vendor/mathjax/tex-chtml.js"

@@ -140,6 +140,17 @@ def _title(nb, fallback: str) -> str:
     return fallback
 
 
+SOLUTION_SUFFIX = {"en": " (solutions)", "zh": "（答案）"}
+
+
+def _retitle(nb, suffix: str) -> None:
+    """Append ``suffix`` to the notebook's first ``# `` heading."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"^#\s+\S", cell.source, re.M):
+            cell.source = re.sub(r"^(#\s+.+?)\s*$", lambda m: m.group(1) + suffix, cell.source, count=1, flags=re.M)
+            return
+
+
 def _edition_lessons(root: Path, edition: str) -> list[Path]:
     return sorted((root / EDITION_DIRS[edition] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -212,6 +223,7 @@ def stage(root: Path, edition: str, dest: Path) -> dict:
                 learner = f"../notebooks/{path.name}"
                 if not (base / "notebooks" / path.name).exists():
                     learner = "../index.md"
+                _retitle(nb, SOLUTION_SUFFIX[edition])  # search results and navigation tell the two apart
                 warning = nbformat.v4.new_markdown_cell(SPOILER[edition].replace("{learner}", learner))
                 warning.pop("id", None)  # the notebooks are nbformat 4.4 (no cell ids)
                 nb.cells.insert(1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0, warning)
