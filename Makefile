@@ -27,7 +27,7 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab work reset test lint unit notebooks bench mutation nbgrader clean
+.PHONY: lab work reset test lint unit notebooks bench mutation nbgrader site clean
 LINTED := course_utils tools tests benchmarks lessons conftest.py
 
 $(STAMP): requirements.txt pyproject.toml
@@ -92,6 +92,20 @@ NBGRADER_DIR ?= build/nbgrader
 NBGRADER_ARGS ?=
 nbgrader: $(INSTRUCTOR_STAMP)
 	$(BIN)/python -m tools.nbgrader_export --out $(NBGRADER_DIR) $(NBGRADER_ARGS) $(NB)
+
+# The website: build/site from the executed notebooks, never re-executed.
+# Sphinx + myst-nb from requirements-site.txt (into .venv); MathJax and the widget manager from the npm
+# registry (site/package-lock.json, needs npm). `python -m http.server -d build/site` to read it locally.
+# No torch needed: requirements.txt only constrains the versions the two files share.
+SITE_STAMP := $(VENV)/.installed-site
+$(SITE_STAMP): requirements-site.txt requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -r requirements-site.txt -c requirements.txt
+	touch $(SITE_STAMP)
+
+site: $(SITE_STAMP)
+	$(BIN)/python -m tools.site
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_notebooks.py

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import re
 
 import nbformat
 import pytest
@@ -99,15 +101,28 @@ def test_scrub_outputs_removes_machine_state() -> None:
         nbformat.v4.new_output("display_data", data={
             "text/plain": "VBox()", authoring.WIDGET_MIME: {"model_id": "random", "version_major": 2}}),
     ])])
-    nb.metadata["widgets"] = {"state": {}}
+    nb.metadata["widgets"] = {authoring.WIDGET_STATE_MIME: {"version_major": 2, "version_minor": 0, "state": {
+        "random": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_c0ffee01"], "layout": "IPY_MODEL_1a70"}},
+        "c0ffee01": {"model_name": "LabelModel", "state": {"value": f"{site}/data at 0x7f00deadbeef"}},
+        "1a7000": {"model_name": "LayoutModel", "state": {}},
+        "0dd0dd": {"model_name": "IntSliderModel", "state": {"description": "never displayed"}}}}}
+    nb.metadata["widgets"][authoring.WIDGET_STATE_MIME]["state"]["random"]["state"]["layout"] = "IPY_MODEL_1a7000"
     again = scrub_outputs(copy.deepcopy(nb), "solutions/07_demo.ipynb")
     out = scrub_outputs(nb, "solutions/07_demo.ipynb")
     outputs = out.cells[0].outputs
     assert outputs[0].text == "<Node object at 0x…>\nsame stream\n"  # merged by nbconvert
     assert outputs[1].traceback == ["File <site-packages>/torch/x.py:3"]
     model_id = outputs[2].data[authoring.WIDGET_MIME]["model_id"]
-    assert model_id != "random" and len(model_id) == 32 and "widgets" not in out.metadata
+    assert model_id != "random" and len(model_id) == 32
     assert again.cells[0].outputs[2].data[authoring.WIDGET_MIME]["model_id"] == model_id  # stable
+    # The widget state the website draws from: the displayed view and what it uses, under stable ids.
+    state = out.metadata["widgets"][authoring.WIDGET_STATE_MIME]["state"]
+    assert state == again.metadata["widgets"][authoring.WIDGET_STATE_MIME]["state"]
+    assert len(state) == 3 and model_id in state, "the never-displayed slider is dropped"
+    text = json.dumps(state)
+    assert "random" not in text and "c0ffee01" not in text and "1a7000" not in text
+    assert all(ref[10:] in state for ref in re.findall(r"IPY_MODEL_[0-9a-f]+", text)), "a dangling reference"
+    assert site not in text and "0x7f00deadbeef" not in text, "machine state in the saved widget state"
 
 
 def test_kernel_env_installs_netguard(tmp_path) -> None:

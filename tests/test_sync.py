@@ -52,7 +52,18 @@ def test_no_machine_state_in_outputs(path: Path) -> None:
             assert machine_path not in text, f"cell {index} shows this machine's path {machine_path!r}"
         assert not re.search(r"(/home/|/Users/|/root/|[A-Z]:\\\\Users)", text), f"cell {index}: a home path"
         assert not re.search(r"\bat 0x[0-9a-fA-F]{6,}", text), f"cell {index}: a memory address"
-    assert "widgets" not in nb["metadata"], "widget state changes every run: not saved"
+    # Saved widget state (what the website draws widgets from) holds stable ids only: every view's
+    # model and every model it refers to, nothing else (tools/authoring.py stable_widget_state).
+    state = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    views = {o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for c in nb["cells"]
+             for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})}
+    if state:
+        text = json.dumps(state)
+        refs = set(re.findall(r"IPY_MODEL_([0-9a-f]+)", text))
+        assert views <= set(state) and refs <= set(state), "a widget refers to a model missing from the saved state"
+        assert set(state) <= views | refs, "saved widget state holds models no displayed widget uses"
+        for machine_path in _machine_paths():
+            assert machine_path not in text, f"the saved widget state shows this machine's path {machine_path!r}"
 
 
 @pytest.mark.slow

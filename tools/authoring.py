@@ -24,7 +24,9 @@ Execution uses the same environment as ``make test`` (:func:`course_utils.netgua
 a fresh ``python3`` kernel, a fixed hash seed, the network guard, an empty Inductor cache. The
 saved outputs are then cleaned of machine state (:func:`scrub_outputs`): absolute paths of this
 machine, memory addresses and random widget ids are replaced by stable text, and consecutive
-stream outputs are merged by nbconvert's ``CoalesceStreamsPreprocessor``.
+stream outputs are merged by nbconvert's ``CoalesceStreamsPreprocessor``. The widget state
+nbclient saves (``metadata.widgets``, what the website draws widgets from) is kept for the
+displayed widgets only, with the same stable ids (:func:`stable_widget_state`).
 
 Example:
     >>> learner_source('''def f(x):
@@ -70,6 +72,7 @@ IGNORE_TAG = "nbval-ignore-output"
 _ADDRESS = re.compile(r"\b(at|object at) 0x[0-9a-fA-F]{6,16}\b")
 ADDRESS_TEXT = "0x…"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 
 
 class AuthoringError(ValueError):
@@ -257,6 +260,7 @@ def scrub_outputs(nb: Any, name: str) -> Any:
 
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     replacements = _path_replacements()
+    views: list[tuple[str, str]] = []  # (nbclient's model id, the stable one) of every widget output
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
@@ -277,11 +281,69 @@ def scrub_outputs(nb: Any, name: str) -> Any:
                 for mime in ("text/plain", "text/html", "text/markdown"):
                     if mime in data:
                         data[mime] = clean(data[mime])
-                if WIDGET_MIME in data:  # a random id per run; the widget state is not saved
-                    data[WIDGET_MIME]["model_id"] = uuid.uuid5(uuid.NAMESPACE_URL,
-                                                               f"{name}#{index}.{number}").hex
-    nb.metadata.pop("widgets", None)
+                if WIDGET_MIME in data:  # a random id per run: a stable one instead (and in the state)
+                    old_id = data[WIDGET_MIME].get("model_id", "")
+                    new_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{name}#{index}.{number}").hex
+                    data[WIDGET_MIME]["model_id"] = new_id
+                    views.append((old_id, new_id))
+    state = nb.metadata.pop("widgets", {}).get(WIDGET_STATE_MIME, {})
+    if state.get("state") and views:
+        nb.metadata["widgets"] = {WIDGET_STATE_MIME: stable_widget_state(state, views, name, clean)}
     return nb
+
+
+def stable_widget_state(state: dict, views: list[tuple[str, str]], name: str, clean: Any = None) -> dict:
+    """The saved widget state with stable model ids, keeping only models the displayed views use.
+
+    nbclient (``store_widget_state=True``) saves every widget model under a random id; the website
+    draws the displayed widgets from it (``make site``). Each view keeps the id its output now names;
+    every model it refers to (``"IPY_MODEL_<id>"``: layouts, styles, children) gets an id derived from
+    the notebook's name and the order in which a depth-first walk from the views meets it, so
+    re-executing an unchanged lesson writes the same ids.
+
+    >>> saved = {"version_major": 2, "version_minor": 0, "state": {
+    ...     "aaaa01": {"model_name": "IntSliderModel", "state": {"layout": "IPY_MODEL_bbbb02", "value": 3}},
+    ...     "bbbb02": {"model_name": "LayoutModel", "state": {}},
+    ...     "cccc03": {"model_name": "LayoutModel", "state": {}}}}
+    >>> out = stable_widget_state(saved, [("aaaa01", "f" * 32)], "nb.ipynb")
+    >>> layout = out["state"]["f" * 32]["state"]["layout"]
+    >>> layout == "IPY_MODEL_" + uuid.uuid5(uuid.NAMESPACE_URL, "nb.ipynb#model0").hex, len(out["state"])
+    (True, 2)
+    """
+    import json
+
+    models = state.get("state", {})
+    mapping: dict[str, str] = dict(views)  # a view shown twice, or inside another, keeps its own id
+    order: list[str] = []
+    derived = 0
+
+    def walk(model_id: str) -> None:
+        nonlocal derived
+        if model_id in order or model_id not in models:
+            return
+        order.append(model_id)
+        for ref in re.findall(r"IPY_MODEL_([0-9a-f]{6,})", json.dumps(models[model_id], sort_keys=True)):
+            if ref not in mapping:
+                mapping[ref] = uuid.uuid5(uuid.NAMESPACE_URL, f"{name}#model{derived}").hex
+                derived += 1
+            walk(ref)
+
+    for old_id, _ in views:
+        walk(old_id)
+    text = json.dumps({mapping[m]: models[m] for m in order}, sort_keys=True)
+    text = re.sub(r"IPY_MODEL_([0-9a-f]{6,})", lambda m: f"IPY_MODEL_{mapping.get(m.group(1), m.group(1))}", text)
+    kept = json.loads(text)
+    if clean is not None:
+        kept = _clean_strings(kept, clean)
+    return {**{k: v for k, v in state.items() if k != "state"}, "state": kept}
+
+
+def _clean_strings(value: Any, clean: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean_strings(v, clean) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_strings(v, clean) for v in value]
+    return clean(value) if isinstance(value, str) else value
 
 
 # --------------------------------------------------------------------------- execution
