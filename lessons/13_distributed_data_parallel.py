@@ -242,8 +242,9 @@ print("\n".join(line for line in source.splitlines()
 print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
 
 # %% [markdown]
-# - **backend `gloo`** runs collectives on CPUs (and is what you use for debugging). On NVIDIA GPUs
-#   you use **`nccl`**, which moves gradients GPU-to-GPU.
+# - **backend `gloo`** runs collectives on CPUs (and is what you use for debugging). A
+#   *collective* is an operation every rank of the group joins, such as the all-reduce. On NVIDIA
+#   GPUs you use **`nccl`**, which moves gradients GPU-to-GPU.
 # - **rendezvous**: the ranks must find each other and exchange addresses. `torchrun` and
 #   `init_method="env://"` use a small TCP key-value store at `MASTER_ADDR:MASTER_PORT` (or the
 #   rendezvous endpoint). Here the ranks meet through a *file* instead (`FileStore` in a temporary
