@@ -9,12 +9,12 @@
 # %% [markdown]
 # # 08 · AMP and GPU memory: where the bytes go, and how to need fewer
 #
-# "CUDA out of memory" surprises almost everyone the first time. The model file is a few dozen
-# megabytes, the GPU has gigabytes, and training still does not fit. The parameters are rarely the
-# problem. Gradients, optimizer state and above all the **activations** are: the tensors autograd
-# keeps for the backward pass. This notebook predicts each kind of training memory, then measures
-# it on a CPU (so everything runs on your laptop). Then it pulls the levers that shrink it: mixed
-# precision, activation checkpointing and gradient accumulation.
+# "CUDA out of memory" surprises almost everyone once: the model file is a few dozen megabytes,
+# the GPU has gigabytes, and training still does not fit. The culprit is rarely the parameters. It
+# is gradients, optimizer state and above all the **activations**, the tensors autograd keeps for
+# the backward pass. Here you predict each kind of training memory and measure it on a laptop CPU.
+# Then you pull the levers that shrink it: mixed precision, activation checkpointing, gradient
+# accumulation.
 #
 # ## You will learn (≈ 50 min)
 #

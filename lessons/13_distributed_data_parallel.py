@@ -9,12 +9,12 @@
 # %% [markdown]
 # # 13 · Distributed data parallel: many processes, one model
 #
-# Too slow on one device? Run **several copies of the same training script**, one per GPU (or CPU
-# process), each on a different slice of every batch. Averaging their gradients before every
-# optimizer step keeps the copies identical. That is `DistributedDataParallel` (DDP), PyTorch's
-# standard way to train on many GPUs and machines. Here two real worker processes train with DDP
-# on this CPU (the `gloo` backend), their results come back into the notebook, and we check the
-# central promise: the averaged gradients are the gradients of one big batch.
+# One device too slow? Run **several copies of your training script**, one per GPU (or CPU
+# process), each on a different slice of every batch, and average their gradients before every
+# optimizer step to keep them identical. That is `DistributedDataParallel` (DDP), PyTorch's
+# standard way to train on many GPUs and machines. Here two worker processes run DDP on this CPU
+# (backend `gloo`) and report back; we check the central promise: the averaged gradients equal the
+# gradients of one big batch.
 #
 # ## You will learn (≈ 45 min)
 #
