@@ -816,7 +816,8 @@ confirm(t32 > 0 and t16 > 0, "both training steps, float32 and autocast, were ti
 #   float32, a ratio well below 1 (about 0.25 measured on such a machine). Every bfloat16 operation
 #   converts back and forth, and the converted weights are extra work.
 # - **AVX-512 BF16 / AMX** (bfloat16 instructions): no reliable gain for a model this small. Four
-#   runs on such a machine, busy with other work, measured ratios from 0.44 to 1.27.
+#   runs on such a machine, busy with other work, measured ratios from 0.44 to 1.40: sometimes
+#   slower, sometimes a little faster.
 #
 # The textbook speed-up needs 16-bit hardware and enough work per operation: tensor cores on NVIDIA
 # GPUs (float16 since the Volta generation, bfloat16 since Ampere, according to NVIDIA's
