@@ -9,12 +9,12 @@
 # %% [markdown]
 # # 08 · AMP and GPU memory: where the bytes go, and how to need fewer
 #
-# "CUDA out of memory" surprises almost everyone the first time: the model file is a few dozen
-# megabytes, the GPU has gigabytes, and training still does not fit. The parameters are rarely
-# the problem. Gradients, optimizer state and above all the **activations** autograd keeps for the
-# backward pass are. This notebook takes training memory apart category by category, predicts each
-# one and then measures it, on a CPU (so everything here runs on your laptop), and then pulls the
-# levers that shrink it: mixed precision, activation checkpointing and gradient accumulation.
+# "CUDA out of memory" surprises almost everyone once: the model file is a few dozen megabytes,
+# the GPU has gigabytes, and training still does not fit. The culprit is rarely the parameters. It
+# is gradients, optimizer state and above all the **activations**, the tensors autograd keeps for
+# the backward pass. Here you predict each kind of training memory and measure it on a laptop CPU.
+# Then you pull the levers that shrink it: mixed precision, activation checkpointing, gradient
+# accumulation.
 #
 # ## You will learn (≈ 50 min)
 #
@@ -27,7 +27,8 @@
 # 4. Pull the memory levers (mixed precision, activation checkpointing, gradient accumulation,
 #    input resolution, offloading to CPU memory) and measure what each one costs on this machine;
 #    clip gradients correctly under a scaler, and check AMP against a float32 run.
-# 5. Read a GPU's memory counters: allocated vs reserved, `del`, `empty_cache()`.
+# 5. Read a GPU's memory counters: allocated vs reserved, `del`, `empty_cache()`, and the tools to
+#    reach for after an out-of-memory error.
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -62,9 +63,10 @@ info = setup(seed=0)
 # | optimizer state | 0, 1 or 2 more copies, depending on the optimizer | from the first `step()` on |
 # | activations | what the forward pass saves for backward: grows with batch size and depth | from forward until backward frees it |
 #
-# Bytes are elements × bytes per element: 4 for float32, 2 for float16/bfloat16. We use two models
-# on CIFAR-shaped inputs (3×32×32, 10 classes): an MLP with many parameters and a small CNN with
-# few. Memory does not depend on the pixel values, so random images do.
+# Bytes are elements × bytes per element: 4 for float32, 2 for float16/bfloat16.
+#
+# We use two models on CIFAR-shaped inputs (3×32×32, 10 classes): an MLP with many parameters and
+# a small CNN with few. Memory does not depend on the pixel values, so random images will do.
 
 # %%
 import copy
@@ -76,6 +78,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.claims import confirm
 from course_utils.devices import describe, pick_device, skip_unless_gpu
 from course_utils.exercises import check
 
@@ -106,8 +109,8 @@ for name, model in {"MLP": mlp, "CNN": cnn}.items():
 # ### 1.1 Optimizer state: look inside after one step
 #
 # An optimizer creates its state lazily, at the first `step()`. So we take one step with each
-# optimizer on a copy of the CNN and read what it stores for the first convolution's weight, then
-# add up every state tensor.
+# optimizer on a copy of the CNN. Then we read what it stores for the first convolution's weight,
+# and add up every state tensor.
 
 # %%
 images, labels = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
@@ -134,11 +137,13 @@ for name, make in make_optimizer.items():
 
 
 # %% [markdown]
-# Plain SGD keeps nothing; momentum keeps one buffer per parameter; Adam and AdamW keep two
-# (`exp_avg`, the running mean of the gradient, and `exp_avg_sq`, the running mean of its square),
-# so with Adam the optimizer alone is **twice the model**. The 32 extra bytes are Adam's `step`
-# counters: since PyTorch 1.12 each parameter's step count is a 0-dimensional float32 tensor
-# (4 bytes × 8 parameter tensors). Real, but negligible; the exercise below ignores them.
+# Plain SGD keeps nothing. Momentum keeps one buffer per parameter. Adam and AdamW keep two:
+# `exp_avg`, the running mean of the gradient, and `exp_avg_sq`, the running mean of its square.
+# So with Adam the optimizer alone is **twice the model**.
+#
+# The 32 extra bytes are Adam's `step` counters. Since PyTorch 1.12 each parameter's step count is
+# a 0-dimensional float32 tensor (4 bytes × 8 parameter tensors). They are real but negligible; the
+# exercise below ignores them.
 #
 # So the "static" part of float32 training with Adam is 4 copies of the parameters: weights,
 # gradients and two moments, 16 bytes per parameter.
@@ -171,10 +176,13 @@ check("08.training_memory", training_memory)
 # %% [markdown]
 # ### 1.2 Predicted before, measured after: they agree to the byte
 #
-# `course_utils.memory` does the same accounting (`predict_training_memory`, which *does* count
-# the `step` tensors) and reads the real bytes back from a model and optimizer after a step
-# (`measure_training_memory`: every parameter, every `.grad`, every tensor in
-# `optimizer.state`). Run it on the four stepped copies:
+# `course_utils.memory` does the same accounting in two functions:
+#
+# - `predict_training_memory` predicts the bytes, and *does* count the `step` tensors;
+# - `measure_training_memory` reads the real bytes back from a model and optimizer after a step:
+#   every parameter, every `.grad`, every tensor in `optimizer.state`.
+#
+# Run both on the four stepped copies:
 
 # %%
 from course_utils.memory import format_bytes, measure_training_memory, predict_training_memory
@@ -185,15 +193,15 @@ for name, (model, optimizer) in stepped.items():
     print(f"{name:9s} params {format_bytes(measured.params)} | grads {format_bytes(measured.grads)} | "
           f"optimizer state {format_bytes(measured.optimizer_state):>9s} | predicted == measured: "
           f"{predicted == measured}")
-    assert predicted == measured
+    confirm(predicted == measured, f"{name}: the predicted bytes equal the measured bytes, category by category")
 
 # %% [markdown]
 # ## 2. Activations: what autograd keeps for backward
 #
-# To compute gradients, backward needs values from the forward pass: a `Linear` layer needs its
-# input to form the weight gradient, a ReLU needs to know which outputs were positive. Autograd
-# *saves* those tensors when the forward runs and frees them when backward has used them. Those
-# saved tensors are the activation memory, and every one of them has a batch dimension.
+# Activation memory is the tensors autograd saves during the forward pass for the backward pass.
+# Backward needs them to compute gradients: a `Linear` layer needs its input to form the weight
+# gradient, and a ReLU needs to know which outputs were positive. Autograd saves them when the
+# forward runs and frees them once backward has used them. Every one of them has a batch dimension.
 #
 # `torch.autograd.graph.saved_tensors_hooks(pack, unpack)` lets us watch: `pack(t)` is called for
 # every tensor autograd saves. It works on the CPU, no GPU needed. Watch a tiny network:
@@ -223,10 +231,10 @@ with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
 #   input. Same storage, so it costs memory once: count *storages*, not save calls;
 # - the second `Linear` also saves its weight (a transposed view), but parameters exist anyway.
 #
-# Why `t.detach()` and not `t`: when the saved tensor is an operation's *output* (the ReLU saves
-# its result), handing the same tensor back makes it point to its own `grad_fn`, which owns it.
-# That cycle runs through C++; if no `backward()` follows, not even `gc.collect()` frees the
-# graph. A memory meter that leaks memory would be a poor meter.
+# Why `pack` returns `t.detach()` and not `t`: a meter must not leak memory itself. When the saved
+# tensor is an operation's *output* (the ReLU saves its result), handing the same tensor back makes
+# it point to its own `grad_fn`, which owns it. That cycle runs through C++. If no `backward()`
+# follows, not even `gc.collect()` frees the graph.
 
 # %% [markdown]
 # ### Exercise 2 — `saved_activation_bytes`
@@ -262,9 +270,11 @@ check("08.saved_activation_bytes", saved_activation_bytes)
 # %% [markdown]
 # ### 2.1 Activation memory grows with the batch
 #
-# `course_utils.memory.activation_bytes(model, x, loss_fn, target)` is the same meter (plus the
-# loss). We measure the CNN at several batch sizes and compare with an estimate written by hand,
-# layer by layer. Note the int64 tensors: max-pooling saves *which* input won each window (8-byte
+# `course_utils.memory.activation_bytes(model, x, loss_fn, target)` is the same meter, plus the
+# loss. We measure the CNN at several batch sizes and compare with an estimate written by hand,
+# layer by layer.
+#
+# Note the int64 tensors in the estimate: max-pooling saves *which* input won each window (8-byte
 # indices), and the loss saves the labels.
 
 # %%
@@ -295,14 +305,16 @@ plot_activation_vs_batch(batch_sizes, measured, [cnn_activation_estimate(b) for 
 plt.show()
 
 # %% [markdown]
-# A straight line: about 349 KiB per image, and the estimate matches within the 4-byte scalar
-# the loss also saves. Halve the batch and you halve this part of the memory; that is why
-# lowering the batch size is the first thing to try after an out-of-memory error.
+# A straight line: about 349 KiB per image. The estimate matches within the 4-byte scalar the loss
+# also saves.
+#
+# Halve the batch and you halve this part of the memory. That is why lowering the batch size is the
+# first thing to try after an out-of-memory error.
 #
 # The other axis is the size of each sample. A convolution's output map has as many pixels as its
 # input, so a convolutional network's activations grow with the **number of pixels**: width ×
-# height. Measure the convolutional part of the CNN (its `Linear` layer expects exactly 8×8 maps,
-# the convolutions take any size) at three input resolutions:
+# height. We measure the convolutional part of the CNN at three input resolutions. (Only that part:
+# its `Linear` layer expects exactly 8×8 maps, while the convolutions take any size.)
 
 # %%
 features = cnn[:6]  # conv, ReLU, pool, conv, ReLU, pool
@@ -311,9 +323,9 @@ for px, n in per_image.items():
     print(f"{px:2d}x{px:<2d} pixels: {format_bytes(n):>10s} per image (x{n / per_image[32]:.2f} the 32x32 figure)")
 
 # %% [markdown]
-# Doubling the side length multiplies the activation memory by four, and halving it divides it by
-# four: lowering the input resolution (or cropping) is a strong lever when a model fits in
-# parameters but not in activations, at the price of the detail the model can see.
+# Doubling the side length multiplies the activation memory by four; halving it divides it by four.
+# So lowering the input resolution (or cropping) is a strong lever when a model fits in parameters
+# but not in activations. The price is the detail the model can see.
 #
 # ### 2.2 The whole picture
 #
@@ -336,22 +348,23 @@ plot_memory_breakdown(breakdowns, title="float32 training at batch 64")
 plt.show()
 
 # %% [markdown]
-# The CNN has 3× fewer parameters than the MLP, yet needs more memory: its activations (big
-# feature maps at every layer) are about three quarters of the total or more (the
-# percentages printed above). The MLP is the opposite: its
-# weights, gradients and Adam moments dominate and its activations are small. Which lever helps
-# depends on which bar is long.
+# The CNN has 3× fewer parameters than the MLP, yet needs more memory. Its activations (big
+# feature maps at every layer) are about three quarters of the total or more: see the percentages
+# printed above.
 #
-# The calculator below uses the CNN's measured activations per image. Move the sliders: parameters
-# scale the first three bars, batch size the last; the precision menu is the subject of the next
-# sections.
+# The MLP is the opposite: its weights, gradients and Adam moments dominate, and its activations
+# are small. Which lever helps depends on which bar is long.
+#
+# The calculator below uses the CNN's measured activations per image. Move the sliders: the number
+# of parameters scales the first three bars, the batch size the last. The precision menu is the
+# subject of the next sections.
 
 # %% tags=["nbval-ignore-output"]
 from course_utils.widgets.memory_calculator import memory_calculator
 
 cnn_params = sum(p.numel() for p in cnn.parameters())
 calculator = memory_calculator(cnn_per_sample, n_params=cnn_params, batch_size=64, model_name="CNN")
-assert len(calculator.children) == 4
+confirm(len(calculator.children) == 4, "the calculator shows three rows of controls and the chart they drive")
 calculator
 
 # %%
@@ -362,8 +375,10 @@ plt.show()
 # ## 3. Number formats: float32, float16, bfloat16
 #
 # Both 16-bit formats halve the memory of whatever is stored in them, but they spend their 16 bits
-# differently. float16 keeps 10 mantissa bits (precision) and only 5 exponent bits (range);
-# bfloat16 keeps float32's 8 exponent bits (the same range) and only 7 mantissa bits.
+# differently:
+#
+# - float16 keeps 10 mantissa bits (precision) and only 5 exponent bits (range);
+# - bfloat16 keeps float32's 8 exponent bits (the same range) and only 7 mantissa bits.
 
 # %%
 layouts = {torch.float32: (8, 23), torch.float16: (5, 10), torch.bfloat16: (8, 7)}
@@ -383,24 +398,28 @@ for label, value in examples.items():
     print(f"{label:36s} {v.half().item():12.6g} {v.bfloat16().item():12.6g}")
 
 # %% [markdown]
-# - float16 **overflows** above 65504 and **rounds to zero** below about 3e-8 (half its smallest
-#   subnormal, 5.96e-8): a gradient of 1e-8 simply disappears. Between that and its smallest normal
-#   number, 6.1e-5, it is *subnormal*: it keeps fewer significant bits the smaller the value gets.
-#   It is the more precise format inside its normal range.
-# - bfloat16 has the range of float32, so neither problem occurs, but it keeps only about 3
+# - float16 **overflows** above 65504. It **rounds to zero** below about 3e-8, half its smallest
+#   subnormal (5.96e-8): a gradient of 1e-8 simply disappears. Between that and its smallest normal
+#   number, 6.1e-5, it is *subnormal*: the smaller the value, the fewer significant bits it keeps.
+#   Inside its normal range it is the more precise format.
+# - bfloat16 has the range of float32, so neither problem occurs. But it keeps only about 3
 #   significant digits: 257 becomes 256 and 1 + 2⁻⁹ becomes 1.
 #
-# That is why mixed precision is *mixed*: the weights and the optimizer's update stay in float32
-# (a small update added to a large weight would be rounded away in 16 bits), and only the bulk
+# That is why mixed precision is *mixed*. The weights and the optimizer's update stay in float32,
+# because a small update added to a large weight would be rounded away in 16 bits. Only the bulk
 # arithmetic of the forward and backward passes runs in 16 bits.
 
 # %% [markdown]
 # ## 4. `torch.autocast`: which operations run in 16 bits
 #
-# Inside `with torch.autocast(device_type, dtype):` PyTorch casts, op by op, the inputs of
-# operations that are safe and fast in 16 bits (matrix multiplications, convolutions) and keeps or
-# promotes to float32 the ones that need range or accuracy (losses, some reductions). The model's
-# parameters are not converted; autocast makes 16-bit copies on the fly.
+# Inside `with torch.autocast(device_type, dtype):` PyTorch decides op by op:
+#
+# - operations that are safe and fast in 16 bits (matrix multiplications, convolutions) get their
+#   inputs cast to the 16-bit type;
+# - operations that need range or accuracy (losses, some reductions) stay in, or are promoted to,
+#   float32.
+#
+# The model's parameters are not converted: autocast makes 16-bit copies on the fly.
 #
 # **What changed.** Older code (including many tutorials) writes `torch.cuda.amp.autocast()` and
 # `torch.cuda.amp.GradScaler()`. Both are deprecated. Here is what they say today:
@@ -418,18 +437,29 @@ for warning in caught:
 print("old scaler enabled:", old_scaler.is_enabled())
 
 # %% [markdown]
-# Besides the `FutureWarning`s, on a machine without CUDA the old objects quietly **switch
-# themselves off** (the `UserWarning`s): old AMP code on a CPU runs in plain float32 without
-# telling you unless you read the warnings. Write `torch.autocast(device_type=..., dtype=...)` and
-# `torch.amp.GradScaler(device_type)` instead; the same code then runs on CPU and GPU.
-# Device-agnostic choice of the 16-bit type: float16 on CUDA (the universal choice: every NVIDIA
-# GPU with tensor cores runs it fast), bfloat16 on the CPU (the type CPU autocast supports best).
-# On Ampere and newer GPUs (compute capability 8.0+) bfloat16 runs at the same tensor-core speed
-# (section 6 measures both formats on a GPU) and needs no scaler, so prefer it there
-# (`torch.cuda.is_bf16_supported()`); this notebook uses
-# float16 on CUDA so that the scaler has something to do. `torch.amp.GradScaler` documents
-# `"cuda"` and `"cpu"`; recent releases also accept `"mps"` (Apple GPUs), where the support is
-# newer, so without a CUDA GPU this notebook runs its mixed-precision cells on the CPU.
+# On a machine without CUDA, the old objects quietly **switch themselves off**: that is what the
+# `UserWarning`s say, besides the `FutureWarning`s. Old AMP code on a CPU runs in plain float32,
+# and nothing tells you unless you read the warnings.
+#
+# Write `torch.autocast(device_type=..., dtype=...)` and `torch.amp.GradScaler(device_type)`
+# instead; the same code then runs on CPU and GPU. `torch.amp.GradScaler` documents `"cuda"` and
+# `"cpu"`. Recent releases also accept `"mps"` (Apple GPUs), where the support is newer, so without
+# a CUDA GPU this notebook runs its mixed-precision cells on the CPU.
+#
+# Which 16-bit type, device by device:
+#
+# - **CPU**: bfloat16, the type CPU autocast supports best.
+# - **CUDA**: float16 is the universal choice: every NVIDIA GPU with tensor cores runs it fast.
+#   (Tensor cores are the GPU's units for fast 16-bit matrix multiplication.)
+# - **CUDA, Ampere and newer** (compute capability 8.0+): bfloat16 runs at the same tensor-core
+#   speed (section 6 measures both formats on a GPU) and needs no scaler, so prefer it there.
+#   This notebook uses float16 on CUDA anyway, so that the scaler has something to do.
+#
+# Test for Ampere with `torch.cuda.get_device_capability() >= (8, 0)` or
+# `torch.cuda.is_bf16_supported(including_emulation=False)`. A plain
+# `torch.cuda.is_bf16_supported()` is not that test. It also returns `True` on older GPUs such as
+# the T4 or the V100, which can store bfloat16 but only emulate its arithmetic: slowly, without
+# tensor cores. Those are exactly the GPUs where float16 with a `GradScaler` is the right choice.
 
 # %%
 amp_device = device if device.type == "cuda" else torch.device("cpu")
@@ -458,11 +488,16 @@ for op, dtype in autocast_dtypes("cpu", torch.bfloat16).items():
     print(f"cpu  bfloat16: {op:24s} -> {dtype}")
 
 # %% [markdown]
-# On the CPU: matmul, linear and convolution run in bfloat16; ReLU, softmax, layer norm, `exp` and
-# `sum` simply follow their (bfloat16) input; adding a float32 tensor promotes the result to
-# float32 by the usual type-promotion rules; both losses are computed in float32. The lists are
-# **not the same on every device**: CUDA's autocast runs softmax, log-softmax, layer norm, `exp`
-# and `sum` in float32. Inspect, do not assume; the next cell shows CUDA's answers on a GPU.
+# On the CPU:
+#
+# - matmul, linear and convolution run in bfloat16;
+# - ReLU, softmax, layer norm, `exp` and `sum` simply follow their (bfloat16) input;
+# - adding a float32 tensor promotes the result to float32, by the usual type-promotion rules;
+# - both losses are computed in float32.
+#
+# The lists are **not the same on every device**: CUDA's autocast runs softmax, log-softmax,
+# layer norm, `exp` and `sum` in float32. Inspect, do not assume; the next cell shows CUDA's
+# answers on a GPU.
 
 # %%
 if skip_unless_gpu("the same table for CUDA float16 autocast",
@@ -492,7 +527,7 @@ print(f"weight {net[0].weight.dtype} | logits {logits.dtype} | loss {loss.dtype}
 # ### 5.1 Reproduce the underflow
 #
 # First the numbers alone: convert a few small values to each 16-bit format. 3e-8 and 2.9e-8 sit on
-# either side of float16's rounding-to-zero threshold (2.98e-8, half the smallest subnormal).
+# either side of float16's rounding-to-zero threshold, 2.98e-8 (half the smallest subnormal).
 
 # %%
 small = torch.tensor([1e-3, 1e-5, 1e-7, 3e-8, 2.9e-8, 1e-8])
@@ -500,15 +535,24 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
     print(f"{str(dtype):15s}", [f"{v:.3g}" for v in small.to(dtype).float().tolist()])
 
 # %% [markdown]
-# In float16, 1e-7 (subnormal) comes back as 1.19e-7, with 2 significant bits left; 3e-8 rounds *up*
-# to the smallest subnormal; 2.9e-8 and 1e-8 round to zero. bfloat16 keeps all of them (roughly).
+# In float16:
 #
-# Now inside backpropagation. Deep networks routinely produce activation gradients this small;
-# our tiny regression network would not, so we multiply its loss by `1e-5` to put its gradients
-# in that range. We compare the first layer's weight gradient in float32, under float16 autocast,
-# and under float16 autocast with the loss multiplied by 2¹⁶ before backward (and the gradient
-# divided by 2¹⁶ afterwards, in float32). Autocast with float16 works on the CPU too (slowly),
-# so this runs everywhere.
+# - 1e-7 (subnormal) comes back as 1.19e-7, with 2 significant bits left;
+# - 3e-8 rounds *up* to the smallest subnormal;
+# - 2.9e-8 and 1e-8 round to zero.
+#
+# bfloat16 keeps all of them (roughly).
+#
+# Now inside backpropagation. Deep networks routinely produce activation gradients this small. Our
+# tiny regression network would not, so we multiply its loss by `1e-5` to put its gradients in that
+# range. We compare the first layer's weight gradient in three runs:
+#
+# - in float32;
+# - under float16 autocast;
+# - under float16 autocast with the loss multiplied by 2¹⁶ before backward, and the gradient
+#   divided by 2¹⁶ afterwards, in float32.
+#
+# Autocast with float16 works on the CPU too (slowly), so this runs everywhere.
 
 # %%
 torch.manual_seed(0)
@@ -537,16 +581,18 @@ for name, g in results.items():
     print(f"{name:22s} exact zeros {(g == 0).float().mean():6.1%}   relative error {rel_error(g, g32):.0e}")
 
 # %% [markdown]
-# Under float16 every single gradient entry of the first layer is **exactly zero**: the values
-# flowing backward fell below half of float16's smallest subnormal and were rounded to zero. The optimizer would
-# see zero gradients and the layer would never learn, with no error message. Multiplying the loss
-# first shifts every gradient up by the same factor, into float16's range (the chain rule is
-# linear); dividing afterwards in float32 restores the true size. That is **loss scaling**.
+# Under float16 every single gradient entry of the first layer is **exactly zero**. The values
+# flowing backward fell below half of float16's smallest subnormal and were rounded to zero. The
+# optimizer would see zero gradients and the layer would never learn, with no error message.
+#
+# Multiplying the loss first shifts every gradient up by the same factor, into float16's range
+# (the chain rule is linear). Dividing afterwards, in float32, restores the true size. That is
+# **loss scaling**.
 #
 # ### 5.2 `GradScaler` step by step
 #
-# `torch.amp.GradScaler` automates loss scaling and picks the factor dynamically. One step,
-# taken apart (Adam, so that a step visibly moves the weights):
+# `torch.amp.GradScaler` automates loss scaling and picks the factor dynamically. Here is one step,
+# taken apart. We use Adam, so that a step visibly moves the weights.
 
 # %%
 scaler = torch.amp.GradScaler(amp_device.type, init_scale=2.0**16, growth_interval=2)
@@ -568,17 +614,19 @@ before = [p.detach().clone() for p in reg.parameters()]
 scaler.step(optimizer)  # uses what unscale_ noted (and calls unscale_ first only if you did not)
 moved = any(not torch.equal(b, p) for b, p in zip(before, reg.parameters()))
 print(f"5. step:      no inf/NaN was noted, so step called optimizer.step(); weights changed = {moved}")
-assert finite and moved
+confirm(finite and moved, "with no inf/NaN in the gradients, scaler.step takes the optimizer's step and the weights move")
 scaler.update()
 print(f"6. update:    scale {scaler.get_scale():g} (it grows only after growth_interval=2 good steps in a row)")
 
 # %% [markdown]
-# The scaler keeps its inf/NaN flag to itself (there is no public getter for it, so step 4 repeats
-# the test by hand): `step` reads it, and `update()` makes it visible, since the scale halves after
-# a step with inf/NaN. You normally write only `scaler.scale(loss).backward()`,
-# `scaler.step(optimizer)` and `scaler.update()`; `scaler.step` calls `unscale_` itself (division
-# and inf/NaN check) unless you already did. Call `scaler.unscale_(optimizer)` explicitly only when
+# In everyday code you write only three of these calls: `scaler.scale(loss).backward()`,
+# `scaler.step(optimizer)` and `scaler.update()`. `scaler.step` calls `unscale_` itself (division
+# and inf/NaN check) unless you already did. Call `scaler.unscale_(optimizer)` yourself only when
 # you need the true gradients before the step: for gradient clipping, section 5.3.
+#
+# The scaler keeps its inf/NaN flag to itself: there is no public getter for it, so step 4 repeats
+# the test by hand. `step` reads the flag, and `update()` makes it visible, since the scale halves
+# after a step with inf/NaN.
 #
 # **The dynamic part.** Too large a scale overflows instead: a gradient above 65504 becomes `inf`.
 # Then `scaler.step` **skips** the update (the weights stay as they were) and `update()` halves the
@@ -599,23 +647,24 @@ for step in range(12):
     skipped = torch.equal(weight_before, reg[0].weight)
     print(f"step {step:2d}: scale 2^{math.log2(scale_before):.0f} -> "
           + ("inf/NaN in the gradients: step SKIPPED, scale halved" if skipped else "step applied"))
-    assert skipped == (scaler.get_scale() < scale_before)
+    confirm(skipped == (scaler.get_scale() < scale_before),
+            "the scaler skips a step exactly when it halves its scale")
 
 
 # %% [markdown]
-# A few skipped steps at the start are normal and cheap; the scaler then hovers just below the
-# largest factor that does not overflow, growing to test for more room and backing off when it
+# A few skipped steps at the start are normal and cheap. The scaler then hovers just below the
+# largest factor that does not overflow: it grows to test for more room and backs off when it
 # overflows. Frequent skips later in training are a signal worth logging.
 #
 # With **bfloat16** the range is float32's, so gradients do not underflow and you can leave the
-# scaler out (or create it with `enabled=False`, which turns all its methods into pass-throughs).
-# Writing the scaler in anyway keeps one code path for float16 GPUs and bfloat16 CPUs.
+# scaler out. Or create it with `enabled=False`, which turns all its methods into pass-throughs:
+# writing the scaler in anyway keeps one code path for float16 GPUs and bfloat16 CPUs.
 #
 # ### 5.3 Gradient clipping with a scaler: unscale first
 #
 # After `scaler.scale(loss).backward()` every `.grad` is multiplied by the scale. Clipping those
-# gradients to `max_norm` would compare a norm that is thousands of times too large with your
-# threshold, and shrink every step far too much. Unscale first, then clip, then step:
+# gradients to `max_norm` would compare a norm thousands of times too large with your threshold,
+# and shrink every step far too much. Unscale first, then clip, then step:
 
 # %%
 scaler = torch.amp.GradScaler(amp_device.type, init_scale=2.0**16)
@@ -635,18 +684,20 @@ scaler.update()
 # %% [markdown]
 # The five lines, in this order, are the AMP version of the clipped training step of notebook 06:
 # `scaler.scale(loss).backward()` → `scaler.unscale_(optimizer)` → `clip_grad_norm_` →
-# `scaler.step(optimizer)` → `scaler.update()`. If a step's gradients contain inf, the norm is inf
-# too; `scaler.step` skips that step anyway (`unscale_` noted the inf before the clipping), so the
-# clipping does no harm.
+# `scaler.step(optimizer)` → `scaler.update()`.
+#
+# If a step's gradients contain inf, the norm is inf too. The clipping still does no harm:
+# `unscale_` noted the inf before it, so `scaler.step` skips that step anyway.
 #
 # ### 5.4 Float32 first, then switch mixed precision on
 #
 # When a mixed-precision run trains badly, is it the model, the data, the loop, or the 16-bit
 # arithmetic? You can only tell with a float32 run of the same code to compare against. So get the
-# run working in float32, keep its loss curve, then switch autocast on and compare the numbers.
-# Here three 30-step runs of the regression network from the same initial weights (its loss still
-# weighted by `1e-5`, the small-gradient case of 5.1; the printed losses are divided by it): float32,
-# this notebook's mixed precision, and float16 with the scaler forgotten.
+# run working in float32 and keep its loss curve. Then switch autocast on and compare the numbers.
+#
+# Here are three 30-step runs of the regression network from the same initial weights: float32,
+# this notebook's mixed precision, and float16 with the scaler forgotten. The loss is still weighted
+# by `1e-5` (the small-gradient case of 5.1); the printed losses are divided by it.
 
 # %%
 def loss_curve(dtype: torch.dtype | None, use_scaler: bool, steps: int = 30) -> torch.Tensor:
@@ -676,12 +727,15 @@ for name, curve in runs.items():
     print(f"{name:24s} final loss {curve[-1]:.4f}; largest gap to the float32 curve {gap:.1%}")
 
 # %% [markdown]
-# The correct mixed-precision run follows the float32 curve within a few percent (16-bit rounding),
-# which is what "AMP works" looks like. The run without the scaler lags far behind: its first
-# layer's gradients underflow to zero (section 5.1), so only the last layer learns. On its own that
-# curve would look like a learning-rate or model problem; next to the float32 reference it is
-# clearly a precision problem. The same order catches the other mixed-precision bugs, such as a
-# custom layer that overflows float16 or an operation that needs float32's precision.
+# The correct mixed-precision run follows the float32 curve within a few percent (16-bit rounding).
+# That is what "AMP works" looks like.
+#
+# The run without the scaler lags far behind. Its first layer's gradients underflow to zero
+# (section 5.1), so only the last layer learns. On its own that curve would look like a
+# learning-rate or model problem; next to the float32 reference it is clearly a precision problem.
+#
+# The same order catches the other mixed-precision bugs, such as a custom layer that overflows
+# float16 or an operation that needs float32's precision.
 
 # %% [markdown]
 # ### Exercise 3 — `amp_train_step`
@@ -716,9 +770,9 @@ check("08.amp_train_step", amp_train_step)
 # %% [markdown]
 # ## 6. Speed and memory, measured on this machine
 #
-# Mixed precision is sold as "faster and smaller". Smaller is arithmetic; faster depends entirely
-# on the hardware having fast 16-bit units. Time a training step of a small MLP in float32 and
-# under autocast here:
+# Mixed precision is sold as "faster and smaller". Smaller is arithmetic. Faster depends entirely
+# on the hardware having fast 16-bit units. Time a training step of a small MLP here, in float32
+# and under autocast:
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
@@ -753,18 +807,25 @@ t32, t16 = seconds_per_step(False), seconds_per_step(True)
 print(f"{amp_device.type} capability: {torch.backends.cpu.get_cpu_capability() if amp_device.type == 'cpu' else describe(amp_device)}")
 print(f"float32: {t32 * 1e3:.2f} ms/step | autocast {amp_dtype}: {t16 * 1e3:.2f} ms/step | "
       f"float32 time / autocast time = {t32 / t16:.2f}")
-assert t32 > 0 and t16 > 0
+confirm(t32 > 0 and t16 > 0, "both training steps, float32 and autocast, were timed")
 
 # %% [markdown]
-# Read the ratio your machine printed. On a CPU without bfloat16 instructions (AVX2 only, like
-# the machine this course was built on) the autocast step is **several times slower** than
-# float32, a ratio well below 1 (compare yours, printed above): without hardware support every
-# bfloat16 operation converts back and forth, and the converted weights are extra work. The textbook
-# speed-up needs 16-bit hardware: tensor cores on NVIDIA GPUs (float16 since the Volta generation,
-# bfloat16 since Ampere, according to NVIDIA's specifications), or CPUs with AVX-512 BF16 / AMX.
-# So on a plain laptop CPU, use autocast to *learn* it, not to go faster. On a GPU, the next cell
-# measures the raw matrix-multiplication speed of each format, and the cell at the end of this
-# section a whole training step.
+# Read the ratio your machine printed; it depends on the CPU's instructions:
+#
+# - **AVX2 only**, no bfloat16 instructions: the autocast step is **several times slower** than
+#   float32, a ratio well below 1 (about 0.25 measured on such a machine). Every bfloat16 operation
+#   converts back and forth, and the converted weights are extra work.
+# - **AVX-512 BF16 / AMX** (bfloat16 instructions): no reliable gain for a model this small. Four
+#   runs on such a machine, busy with other work, measured ratios from 0.44 to 1.40: sometimes
+#   slower, sometimes a little faster.
+#
+# The textbook speed-up needs 16-bit hardware and enough work per operation: tensor cores on NVIDIA
+# GPUs (float16 since the Volta generation, bfloat16 since Ampere, according to NVIDIA's
+# specifications), or those CPU instructions. So on a laptop CPU, use autocast to *learn* it, not to
+# go faster.
+#
+# On a GPU, the next cell measures the raw matrix-multiplication speed of each format; the cell at
+# the end of this section measures a whole training step.
 
 # %%
 if skip_unless_gpu("matrix-multiplication throughput in float32, float16 and bfloat16",
@@ -785,10 +846,10 @@ if skip_unless_gpu("matrix-multiplication throughput in float32, float16 and bfl
     del a, b
 
 # %% [markdown]
-# (float32 here is true float32: PyTorch does not use the faster, less precise TF32 format for
-# float32 matrix multiplications unless you allow it. Convolutions are another matter: cuDNN may
-# use TF32 for float32 convolutions by default, so a float32 CNN on an Ampere or newer GPU already
-# gets part of the tensor-core speed.)
+# A note on that cell: its float32 is true float32. PyTorch does not use TF32, the faster, less
+# precise tensor-core format, for float32 matrix multiplications unless you allow it. Convolutions
+# are another matter: cuDNN may use TF32 for float32 convolutions by default. So a float32 CNN on an
+# Ampere or newer GPU already gets part of the tensor-core speed.
 #
 # Memory is a different story: it is arithmetic, so it shows up on any machine. Measure what the
 # CNN saves for backward at batch 16, in float32 and under CPU autocast:
@@ -809,15 +870,19 @@ print(f"ratio: {bf16_meter.bytes / fp32_meter.bytes:.3f}; bfloat16 copies of the
 
 # %% [markdown]
 # The float activations are halved, but two things keep the total well above one half:
-# max-pooling's int64 indices do not shrink, and autocast **adds** bfloat16 copies of the weights,
-# which the backward pass needs and which count as saved tensors too (2 bytes per parameter).
-# Parameters, gradients and Adam's moments stay float32, so for a parameter-heavy model like the
-# MLP the saving from autocast alone is small. (The calculator's "AMP" setting uses the simple rule
-# "half the float32 activations + 2 bytes per parameter"; for this CNN it is optimistic because of
-# the int64 indices. Measure when it matters.)
+#
+# - max-pooling's int64 indices do not shrink;
+# - autocast **adds** bfloat16 copies of the weights (2 bytes per parameter). The backward pass
+#   needs them, so they count as saved tensors too.
+#
+# Parameters, gradients and Adam's moments stay float32. So for a parameter-heavy model like the
+# MLP, the saving from autocast alone is small.
+#
+# The calculator's "AMP" setting uses a simple rule: half the float32 activations + 2 bytes per
+# parameter. For this CNN it is optimistic, because of the int64 indices. Measure when it matters.
 #
 # On a GPU, the next cell measures the peak allocated memory and the speed of a full training step
-# of the CNN (Adam) in float32 and with float16 autocast + `GradScaler`.
+# of the CNN (Adam), in float32 and with float16 autocast + `GradScaler`.
 
 # %%
 if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs float16 autocast",
@@ -858,7 +923,7 @@ if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs flo
     (p32, s32), (p16, s16) = measurements["float32"], measurements["float16 autocast"]
     print(f"autocast: peak memory x{p16 / p32:.2f}, speed-up x{s32 / s16:.2f} "
           f"(a model this small is partly launch-bound; larger models gain more)")
-    assert p32 > 0 and p16 > 0 and s32 > 0 and s16 > 0
+    confirm(p32 > 0 and p16 > 0 and s32 > 0 and s16 > 0, "both runs, float32 and autocast, were measured")
 
 # %% [markdown]
 # ## 7. Two more memory levers, and what they cost
@@ -866,11 +931,14 @@ if skip_unless_gpu("peak CUDA memory and time of a training step, float32 vs flo
 # ### 7.1 Activation checkpointing: trade compute for memory
 #
 # `torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)` runs `block` without saving
-# its internal activations; it keeps only the block's input and re-runs the block's forward during
-# backward to get them back. (`use_reentrant=False` is the recommended implementation; the older
-# reentrant one has more restrictions, and leaving the argument out prints a warning asking you to
-# choose.) We compare a deep MLP with and without checkpointing each block: bytes saved for
-# backward, and gradients.
+# its internal activations. It keeps only the block's input, and during backward it re-runs the
+# block's forward to get them back.
+#
+# `use_reentrant=False` is the recommended implementation. The older reentrant one has more
+# restrictions, and leaving the argument out prints a warning asking you to choose.
+#
+# We compare a deep MLP with and without checkpointing each block: the bytes saved for backward,
+# and the gradients.
 
 # %%
 from torch.utils.checkpoint import checkpoint
@@ -909,10 +977,12 @@ print("identical gradients:", all(torch.equal(a.grad, b.grad)
 
 
 # %% [markdown]
-# Without checkpointing, every ReLU output of every block stays alive (12 of them, plus the input);
-# with it, only the 4 block inputs (and what the head and loss save). During backward, one block
-# at a time is recomputed, so the real peak adds one block's activations back. The gradients are
-# bit-for-bit the same: the recomputation is the same arithmetic. The price is time:
+# Without checkpointing, every ReLU output of every block stays alive (12 of them, plus the input).
+# With it, only the 4 block inputs stay, plus what the head and the loss save. During backward one
+# block at a time is recomputed, so the real peak adds one block's activations back.
+#
+# The gradients are bit-for-bit the same: the recomputation is the same arithmetic. The price is
+# time:
 
 # %% tags=["nbval-ignore-output"]
 def seconds_per_forward_backward(model: nn.Module, repeats: int = 3) -> float:
@@ -929,22 +999,24 @@ def seconds_per_forward_backward(model: nn.Module, repeats: int = 3) -> float:
 t_plain, t_ckpt = seconds_per_forward_backward(plain), seconds_per_forward_backward(checkpointed)
 print(f"plain {t_plain * 1e3:.1f} ms, checkpointed {t_ckpt * 1e3:.1f} ms per forward+backward "
       f"(x{t_ckpt / t_plain:.2f})")
-assert t_plain > 0 and t_ckpt > 0
+confirm(t_plain > 0 and t_ckpt > 0, "both models, plain and checkpointed, were timed")
 
 # %% [markdown]
-# In theory the price is one extra forward pass: if backward costs about twice the forward, that
-# is (1 + 2 + 1) / (1 + 2) ≈ ×1.33. Read the ratio printed above (a busy shared CPU makes single
-# timings jump around; run the cell again): with layers this small on a CPU the checkpointing
-# bookkeeping usually adds more. The ×1.33 is the figure to expect when large matrix
-# multiplications dominate the time; it is theory, not measured here (layers that large take
-# seconds per step on a CPU). Checkpoint the blocks whose activations are large and cheap to
-# recompute.
+# In theory the price is one extra forward pass. If backward costs about twice the forward, that
+# is (1 + 2 + 1) / (1 + 2) ≈ ×1.33.
+#
+# Read the ratio printed above (a busy shared CPU makes single timings jump around; run the cell
+# again). With layers this small on a CPU, the checkpointing bookkeeping usually adds more. The
+# ×1.33 is the figure to expect when large matrix multiplications dominate the time. It is theory,
+# not measured here: layers that large take seconds per step on a CPU.
+#
+# Checkpoint the blocks whose activations are large and cheap to recompute.
 #
 # ### 7.2 Gradient accumulation: a big batch in small pieces
 #
-# Activations scale with the batch you run at once, so split a batch into micro-batches, call
-# `backward()` on each (which frees its activations) and step once. Dividing each micro-batch loss
-# by the number of micro-batches makes the summed gradients equal the big batch's (notebook 03 has
+# Activations scale with the batch you run at once. So split a batch into micro-batches, call
+# `backward()` on each (which frees its activations), and step once. Divide each micro-batch loss
+# by the number of micro-batches: the summed gradients then equal the big batch's (notebook 03 has
 # the details).
 
 # %%
@@ -971,10 +1043,13 @@ print("same gradients (to float32 rounding):", all(torch.allclose(a.grad, b.grad
 
 
 # %% [markdown]
-# A quarter of the activation memory for the same gradients. Parameters, gradients and optimizer
-# state do not shrink, and BatchNorm would see micro-batches, not the whole batch. The cost in time:
-# four smaller forward and backward passes instead of one, which use the hardware less efficiently.
-# Measured here:
+# A quarter of the activation memory, for the same gradients. Two things do not change:
+#
+# - parameters, gradients and optimizer state do not shrink;
+# - BatchNorm would see micro-batches, not the whole batch.
+#
+# The cost is time: four smaller forward and backward passes instead of one, which use the
+# hardware less efficiently. Measured here:
 
 # %% tags=["nbval-ignore-output"]
 def accumulation_seconds(n_micro: int, repeats: int = 3) -> tuple[float, nn.Module]:
@@ -996,28 +1071,37 @@ t_whole, model_whole = accumulation_seconds(1)
 t_accum, model_accum = accumulation_seconds(micro_batches)
 print(f"1 x 32: {t_whole * 1e3:.1f} ms, {micro_batches} x 8: {t_accum * 1e3:.1f} ms per forward+backward "
       f"(x{t_accum / t_whole:.2f})")
-assert t_whole > 0 and t_accum > 0
-assert all(torch.allclose(a.grad, b.grad, atol=1e-6)
-           for a, b in zip(model_whole.parameters(), model_accum.parameters()))
+confirm(t_whole > 0 and t_accum > 0, "both ways, one batch and micro-batches, were timed")
+confirm(all(torch.allclose(a.grad, b.grad, atol=1e-6)
+            for a, b in zip(model_whole.parameters(), model_accum.parameters())),
+        "micro-batches give the same gradients as the whole batch (to float32 rounding)")
 
 # %% [markdown]
 # Read the ratio printed above (a busy shared CPU makes it jump around; run the cell again). On
 # this course's CPU, with one torch thread, the four micro-batches take somewhat longer than one
-# batch of 32: every micro-batch pays the per-layer overheads again, and smaller operations run
+# batch of 32. Every micro-batch pays the per-layer overheads again, and smaller operations run
 # less efficiently. On a GPU, small batches can leave much of the chip idle, and the slowdown can
 # be larger. Accumulation buys memory, not speed.
 #
 # ### 7.3 Keep the saved activations in CPU memory
 #
 # A GPU has far less memory than the computer around it. `torch.autograd.graph.save_on_cpu()` is a
-# ready-made pair of saved-tensor hooks (the mechanism of section 2): `pack` copies every tensor
-# autograd saves to CPU memory, `unpack` copies it back to the GPU when backward needs it. The
-# activations then take no GPU memory between forward and backward; the price is that every saved
-# byte crosses the PCIe bus twice. On a CPU-only machine there is nothing to move (the tensors are
-# already in CPU memory), so what we can measure here is the traffic. `pack` runs once per *saved*
-# tensor: a ReLU output saved twice (by the ReLU and by the next layer) is copied twice, and the
-# weights each layer saves are copied too, so the traffic is more than the unique activation bytes
-# of section 2. Count both for one training step at batch 64:
+# ready-made pair of saved-tensor hooks (the mechanism of section 2):
+#
+# - `pack` copies every tensor autograd saves to CPU memory;
+# - `unpack` copies it back to the GPU when backward needs it.
+#
+# The activations then take no GPU memory between forward and backward. The price: every saved
+# byte crosses the PCIe bus twice.
+#
+# On a CPU-only machine there is nothing to move (the tensors are already in CPU memory), so what
+# we can measure here is the traffic. It is more than the unique activation bytes of section 2,
+# because `pack` runs once per *saved* tensor:
+#
+# - a ReLU output saved twice (by the ReLU and by the next layer) is copied twice;
+# - the weights each layer saves are copied too.
+#
+# Count both for one training step at batch 64:
 
 # %%
 from torch.autograd.graph import save_on_cpu
@@ -1027,15 +1111,16 @@ with SavedTensorsMeter(exclude=cnn) as offload_meter:
 copied = sum(record.nbytes for record in offload_meter.records)  # every pack call, weights included
 print(f"unique activations {format_bytes(offload_meter.bytes)}; with save_on_cpu, one step at batch 64 copies "
       f"{format_bytes(copied)} to CPU memory during forward, and the same back during backward")
-assert copied > offload_meter.bytes
+confirm(copied > offload_meter.bytes, "save_on_cpu copies more bytes than the unique activations")
 with save_on_cpu():  # runs here too, moving nothing
     F.cross_entropy(cnn(x64), y64).backward()
 cnn.zero_grad(set_to_none=True)
 
 # %% [markdown]
 # At a PCIe bandwidth of some 10 to 50 GB/s (PCIe generations 3 to 5), each direction costs
-# roughly that many bytes divided by the bandwidth: milliseconds per step, often more than the
-# GPU's own work for a small model.
+# roughly that many bytes divided by the bandwidth. That is milliseconds per step, often more than
+# the GPU's own work for a small model.
+#
 # `save_on_cpu(pin_memory=True)` uses page-locked CPU memory, which copies faster (notebook 05). On
 # a GPU, the next cell measures the peak memory and the time of a step with and without it.
 
@@ -1076,11 +1161,13 @@ if skip_unless_gpu("peak memory and time of a CNN step with saved activations on
 # %% [markdown]
 # ## 8. Freeing memory: `del`, allocated vs reserved, `empty_cache()`
 #
-# PyTorch frees a tensor as soon as its last reference disappears (Python reference counting; no
-# waiting for the garbage collector). "Leaks" are almost always references you keep without
-# meaning to. The classic one: summing losses as tensors in an evaluation loop that forgot
-# `no_grad()`. Each loss drags its whole graph, with all saved activations, along. The meter can
-# tell how much of what it saw is still held:
+# PyTorch frees a tensor as soon as its last reference disappears. That is Python reference
+# counting: there is no waiting for the garbage collector. So "leaks" are almost always references
+# you keep without meaning to.
+#
+# The classic one: summing losses as tensors in an evaluation loop that forgot `no_grad()`. Each
+# loss drags its whole graph, with all saved activations, along. The meter can tell how much of
+# what it saw is still held:
 
 # %%
 with SavedTensorsMeter(exclude=mlp) as leaky:
@@ -1100,27 +1187,31 @@ with SavedTensorsMeter(exclude=mlp) as fixed, torch.no_grad():
 print(f"no_grad() + .item():  {format_bytes(fixed.bytes)} ever saved")
 
 # %% [markdown]
-# On a GPU there is one more layer. PyTorch's **caching allocator** asks the driver for large
-# blocks and hands out pieces of them; a freed tensor's memory goes back to the cache, not to the
+# On a GPU there is one more layer: PyTorch's **caching allocator**. It asks the driver for large
+# blocks and hands out pieces of them. A freed tensor's memory goes back to the cache, not to the
 # driver, so the next tensor of a similar size is served instantly.
 #
-# - `torch.cuda.memory_allocated()`: bytes in live tensors;
-# - `torch.cuda.memory_reserved()`: bytes the cache holds from the driver (≥ allocated). `nvidia-smi`
-#   shows more than this for your process: it also counts the CUDA context, with the kernels of CUDA,
-#   cuBLAS and cuDNN loaded into it, which PyTorch's counters never see (the cell below estimates
-#   it on a GPU, from the driver's own count, `torch.cuda.mem_get_info()`);
-# - `del t` lowers *allocated* only; `torch.cuda.empty_cache()` returns unused cached blocks to the
-#   driver, lowering *reserved*. It does not give your own program more memory (the cache would
-#   have reused those blocks), it costs time, and calling it in the training loop only slows you
-#   down. Use it between phases, or when another process needs the GPU.
+# - `torch.cuda.memory_allocated()`: bytes in live tensors.
+# - `torch.cuda.memory_reserved()`: bytes the cache holds from the driver (≥ allocated).
+#   `nvidia-smi` shows more than this for your process. It also counts the CUDA context, with the
+#   kernels of CUDA, cuBLAS and cuDNN loaded into it, which PyTorch's counters never see. On a GPU,
+#   the cell below estimates it from the driver's own count, `torch.cuda.mem_get_info()`.
+# - `del t` lowers *allocated* only.
+# - `torch.cuda.empty_cache()` returns unused cached blocks to the driver, lowering *reserved*. It
+#   does not give your own program more memory (the cache would have reused those blocks), and it
+#   costs time: calling it in the training loop only slows you down. Use it between phases, or when
+#   another process needs the GPU.
 # - `torch.cuda.max_memory_allocated()` / `reset_peak_memory_stats()`: the peak, the number that
 #   decides whether a step fits.
+# - `torch.cuda.memory_summary(abbreviated=True)`: all of these counters in one table (the cell
+#   below prints it at the end).
 
 # %%
 if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()",
                    expect="allocated rises by 256 MiB and falls back after del, reserved stays up until "
                           "empty_cache(); the driver typically counts a few hundred MB (300 MB to 1 GB) "
-                          "more than PyTorch reserves, mostly the CUDA context"):
+                          "more than PyTorch reserves, mostly the CUDA context; then memory_summary's "
+                          "table of the allocator's counters"):
     from course_utils.memory import cuda_memory
 
     gpu = torch.device("cuda")
@@ -1141,18 +1232,21 @@ if skip_unless_gpu("allocated vs reserved memory, del and empty_cache()",
     del again
     torch.cuda.empty_cache()
     after_empty = show("after del + empty_cache()")
-    assert with_big["allocated"] - start["allocated"] >= 256 * 2**20
-    assert after_del["allocated"] == start["allocated"] and after_del["reserved"] >= with_big["allocated"] - start["allocated"]
-    assert after_empty["reserved"] < after_del["reserved"]
+    confirm(with_big["allocated"] - start["allocated"] >= 256 * 2**20, "allocated rises by 256 MiB")
+    confirm(after_del["allocated"] == start["allocated"], "del brings allocated back down")
+    confirm(after_del["reserved"] >= with_big["allocated"] - start["allocated"],
+            "after del, reserved still holds the freed block for the cache")
+    confirm(after_empty["reserved"] < after_del["reserved"], "empty_cache() lowers reserved")
     free, total = torch.cuda.mem_get_info(gpu)
     print(f"the driver counts {format_bytes(total - free)} in use on this GPU, PyTorch reserves "
           f"{format_bytes(after_empty['reserved'])}: the rest is mostly the CUDA context "
           f"(plus other processes on the same GPU, if any)")
+    print(torch.cuda.memory_summary(gpu, abbreviated=True))  # the allocator's counters as one table
 
 # %% [markdown]
-# `empty_cache()` in a loop hands the blocks back to the driver at every iteration, so the next
-# allocation cannot come from the cache and asks the driver again. On a GPU the next cell times a
-# loop that allocates and fills 256 MiB, without and with `empty_cache()` in it:
+# `empty_cache()` in a loop hands the blocks back to the driver at every iteration. The next
+# allocation then cannot come from the cache and asks the driver again. On a GPU, the next cell
+# times a loop that allocates and fills 256 MiB, without and with `empty_cache()` in it.
 
 # %%
 if skip_unless_gpu("the time of an allocate-and-fill loop without and with empty_cache() in it",
@@ -1179,6 +1273,26 @@ if skip_unless_gpu("the time of an allocate-and-fill loop without and with empty
           f"in the loop (x{emptied / cached:.1f})")
 
 # %% [markdown]
+# ### 8.1 After an out-of-memory error on a GPU
+#
+# Two tools help once the batch size, mixed precision and the levers above are not enough.
+#
+# **Fragmentation.** The error message itself states how much memory PyTorch has reserved but not
+# allocated. When that amount is large, the free memory is split into pieces too small for the
+# tensor you asked for. The message suggests the fix: start the program with the environment
+# variable `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`. The allocator then grows its blocks
+# in place instead of reserving new fixed-size ones, which leaves fewer unusable gaps. Set it before
+# the process first uses CUDA (in the shell, or in `os.environ` before `import torch`).
+#
+# **What holds the memory.** `torch.cuda.memory_summary()` prints the allocator's counters as a
+# table. For the full story, record a memory snapshot: call
+# `torch.cuda.memory._record_memory_history()` before the steps you suspect, then
+# `torch.cuda.memory._dump_snapshot("snapshot.pickle")` after them. Drag the file onto
+# [pytorch.org/memory_viz](https://pytorch.org/memory_viz): it shows every allocation over time,
+# with the line of Python that made it. (The leading underscore marks these functions as less
+# stable than the rest of the API; the docs page below describes them.)
+
+# %% [markdown]
 # ## Key points
 #
 # - Training memory = parameters + gradients + optimizer state + activations. With Adam in float32
@@ -1190,10 +1304,14 @@ if skip_unless_gpu("the time of an allocate-and-fill loop without and with empty
 # - Write `torch.autocast(device_type=..., dtype=...)` and `torch.amp.GradScaler(device_type)`, not
 #   the deprecated `torch.cuda.amp` versions. Weights and their gradients stay float32; inspect
 #   which ops run in 16 bits, the lists differ between CPU and CUDA.
-# - float16 rounds gradients below about 3e-8 to zero; `GradScaler` scales the loss, unscales the
-#   gradients and checks them for inf/NaN (one fused op), skips steps with inf/NaN and adapts the scale. bfloat16 has
-#   float32's range and does not need it; prefer it on GPUs that run it fast (Ampere and newer).
-#   To clip: `scale(loss).backward()` → `unscale_` → `clip_grad_norm_` → `step` → `update`.
+# - float16 rounds gradients below about 3e-8 to zero. `GradScaler` scales the loss, unscales the
+#   gradients and checks them for inf/NaN (one fused op), skips steps with inf/NaN and adapts the
+#   scale. bfloat16 has float32's range and does not need it.
+# - Prefer bfloat16 on GPUs that run it fast: Ampere and newer, tested with
+#   `torch.cuda.get_device_capability() >= (8, 0)` or
+#   `torch.cuda.is_bf16_supported(including_emulation=False)`, not the plain call (it is also
+#   `True` where bfloat16 is only emulated, as on a T4 or V100).
+# - To clip: `scale(loss).backward()` → `unscale_` → `clip_grad_norm_` → `step` → `update`.
 # - Get the run right in float32 first and keep its loss curve; then switch mixed precision on and
 #   compare the numbers. A gap of a few percent is rounding; a curve that falls behind is a
 #   precision bug.
@@ -1201,16 +1319,26 @@ if skip_unless_gpu("the time of an allocate-and-fill loop without and with empty
 # - More levers: activation checkpointing (`use_reentrant=False`, ~one extra forward), gradient
 #   accumulation (activations of a micro-batch), a smaller batch or a lower input resolution
 #   (activations grow with the pixel count), `save_on_cpu` (activations in CPU memory, paid for in
-#   PCIe traffic). `del` what you no longer need,
-#   log `.item()` values, and keep `empty_cache()` out of the loop.
+#   PCIe traffic).
+# - `del` what you no longer need, log `.item()` values, and keep `empty_cache()` out of the loop.
+#   After an out-of-memory error: `expandable_segments:True` against fragmentation, a memory
+#   snapshot to see what holds the memory.
 #
 # ## Further reading
 #
-# - PyTorch docs: *Automatic Mixed Precision package - torch.amp* (autocast op lists per device,
-#   `GradScaler`) and the *CUDA Automatic Mixed Precision examples*.
-# - PyTorch docs: *Autograd mechanics*, section *Saved tensors* and *Hooks for saved tensors*.
-# - PyTorch docs: *torch.utils.checkpoint*.
-# - PyTorch docs: *CUDA semantics*, section *Memory management* (caching allocator,
-#   `empty_cache`, `max_memory_allocated`), and *Understanding CUDA Memory Usage*.
-# - Micikevicius et al., *Mixed Precision Training* (ICLR 2018): the loss-scaling idea.
-# - Next: `09_checkpointing.ipynb`.
+# - PyTorch docs: [Automatic Mixed Precision package - torch.amp](https://docs.pytorch.org/docs/stable/amp.html)
+#   (autocast op lists per device, `GradScaler`) and the
+#   [CUDA Automatic Mixed Precision examples](https://docs.pytorch.org/docs/stable/notes/amp_examples.html).
+# - PyTorch docs: [Autograd mechanics](https://docs.pytorch.org/docs/stable/notes/autograd.html),
+#   sections [Saved tensors](https://docs.pytorch.org/docs/stable/notes/autograd.html#saved-tensors)
+#   and [Hooks for saved tensors](https://docs.pytorch.org/docs/stable/notes/autograd.html#hooks-for-saved-tensors).
+# - PyTorch docs: [torch.utils.checkpoint](https://docs.pytorch.org/docs/stable/checkpoint.html).
+# - PyTorch docs: [CUDA semantics](https://docs.pytorch.org/docs/stable/notes/cuda.html), section
+#   [Memory management](https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management)
+#   (caching allocator, `empty_cache`, `max_memory_allocated`, `PYTORCH_CUDA_ALLOC_CONF`), and
+#   [Understanding CUDA Memory Usage](https://docs.pytorch.org/docs/stable/torch_cuda_memory.html)
+#   (memory snapshots).
+# - PyTorch docs: [torch.cuda.is_bf16_supported](https://docs.pytorch.org/docs/stable/generated/torch.cuda.is_bf16_supported.html).
+# - Micikevicius et al., [*Mixed Precision Training*](https://arxiv.org/abs/1710.03740) (ICLR 2018):
+#   the loss-scaling idea.
+# - Next: [09 · Checkpointing](09_checkpointing.ipynb).

@@ -10,12 +10,11 @@
 # # 09 · Checkpointing: save, crash, resume — exactly
 #
 # Long training runs get interrupted: a preempted cloud machine, an out-of-memory kill, a power cut,
-# a Ctrl-C. A good checkpoint lets you continue as if nothing had happened — and "as if nothing had
-# happened" can be *tested*: the resumed run must end with parameters bit-for-bit equal to an
-# uninterrupted run. This notebook builds such checkpoints, proves the claim in this kernel (and
-# gives the one command that repeats the proof in a fresh Python process, which the course's tests
-# run), measures what goes wrong when a piece is missing, and covers the file-level habits (atomic
-# writes, keep-last-k, `map_location`, reading key mismatches) that save you on the bad day.
+# a Ctrl-C. A good checkpoint lets you continue as if nothing had happened, and that can be
+# *tested*: the resumed run must end with parameters bit-for-bit equal to an uninterrupted run.
+# This notebook builds such checkpoints, proves the claim and measures what a missing piece costs.
+# It also covers the file habits that save you on a bad day: atomic writes, keep-last-k,
+# `map_location`, key mismatches.
 #
 # ## You will learn (≈ 50 min)
 #
@@ -23,8 +22,9 @@
 #    default since PyTorch 2.6) protects you from files that run code.
 # 2. What a **full** checkpoint holds: model, optimizer, scheduler, scaler, epoch/step, best metric
 #    and every random-number generator, including the DataLoader's.
-# 3. How to prove a resume is exact, and what a resume without optimizer, scheduler or RNG state
-#    costs (measured and plotted).
+# 3. How to prove a resume is exact (in this kernel, and with one command in a fresh Python
+#    process), and what a resume without optimizer, scheduler or RNG state costs (measured and
+#    plotted).
 # 4. How to write checkpoints atomically, keep the last *k* plus the best, and find the latest one.
 # 5. How to load onto another device (`map_location`, and `assign=True` for models built on
 #    `meta`) and read `load_state_dict`'s missing and unexpected keys.
@@ -70,6 +70,7 @@ import torch
 from torch import nn
 
 import course_utils.checkpoint as ckpt
+from course_utils.claims import confirm
 from course_utils.devices import pick_device
 from course_utils.exercises import check
 
@@ -80,9 +81,9 @@ print("device:", device)
 # %% [markdown]
 # ## 1. A `state_dict` is named tensors — nothing else
 #
-# `model.state_dict()` maps each parameter **and buffer** (BatchNorm's running statistics are
-# buffers: state, but not trained by the optimizer) to a tensor. No code, no class names: just
-# names and numbers. That is why it is the thing to save.
+# `model.state_dict()` maps each parameter **and buffer** to a tensor. (A buffer is state that the
+# optimizer does not train, such as BatchNorm's running statistics.) There is no code and no class
+# name in it: just names and numbers. That is why it is the thing to save.
 
 # %%
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.BatchNorm1d(8), nn.Linear(8, 2))
@@ -91,8 +92,9 @@ for name, tensor in model.state_dict().items():
 
 # %% [markdown]
 # Saving and loading is two lines. To load, you build the model **in code** (your class, your
-# arguments), then pour the saved numbers into it. `load_state_dict` returns a report of which keys
-# matched (section 10 reads it when they don't).
+# arguments), then pour the saved numbers into it.
+#
+# `load_state_dict` returns a report of which keys matched; section 10 reads it when they don't.
 
 # %%
 torch.save(model.state_dict(), workdir / "weights.pt")
@@ -106,12 +108,12 @@ print("identical:", all(torch.equal(a, b) for a, b in zip(model.state_dict().val
 # %% [markdown]
 # ## 2. Pitfall: pickling the whole model
 #
-# `torch.save(model, path)` also works — it pickles the *object*. But a pickle does not contain your
-# class's code; it contains a **reference** to it ("class `TinyNet` in module `zoo_v1`") plus the
-# object's attributes. Loading re-imports that module and looks the class up by name. Rename the
-# file, move the class, or open the checkpoint in another project, and the file is unusable.
+# `torch.save(model, path)` also works: it pickles the *object*. But a pickle does not contain your
+# class's code. It contains a **reference** to it ("class `TinyNet` in module `zoo_v1`") plus the
+# object's attributes. Loading re-imports that module and looks the class up by name.
 #
-# Let's reproduce it with a real module file, the way your project would have one.
+# So rename the file, move the class, or open the checkpoint in another project, and the file is
+# unusable. Let's reproduce it with a real module file, the way your project would have one.
 
 # %%
 (workdir / "zoo_v1.py").write_text(
@@ -131,17 +133,19 @@ torch.save(net.state_dict(), workdir / "tiny_weights.pt")  # the habit to keep
 print(sorted(torch.serialization.get_unsafe_globals_in_checkpoint(workdir / "whole_model.pt")))
 
 # %% [markdown]
-# The whole-model file needs those classes at load time. **What changed in PyTorch 2.6:** `torch.load`
-# now defaults to `weights_only=True`, which refuses anything but tensors, numbers, strings and
-# containers — so the old one-liner `model = torch.load("model.pth")` fails right away:
+# The whole-model file needs those classes at load time.
+#
+# **What changed in PyTorch 2.6:** `torch.load` now defaults to `weights_only=True`. That refuses
+# anything but tensors, numbers, strings and containers, so the old one-liner
+# `model = torch.load("model.pth")` fails right away:
 
 # %% tags=["raises-exception"]
 torch.load(workdir / "whole_model.pt")  # weights_only=True is the default now
 
 # %% [markdown]
-# Suppose we trust the file and opt out (`weights_only=False`, the pre-2.6 behaviour). It would work
-# today — but then the project is refactored: `zoo_v1.py` becomes `zoo_v2.py`. A new Python session
-# has never imported `zoo_v1`:
+# Suppose we trust the file and opt out with `weights_only=False`, the pre-2.6 behaviour. It would
+# work today. But then the project is refactored: `zoo_v1.py` becomes `zoo_v2.py`, and a new Python
+# session has never imported `zoo_v1`:
 
 # %%
 (workdir / "zoo_v1.py").rename(workdir / "zoo_v2.py")  # the refactor
@@ -166,16 +170,18 @@ for name in ("whole_model.pt", "tiny_weights.pt"):
 
 
 # %% [markdown]
-# The sizes are measured: the pickled object costs about 1.2 KB more than its weights here (the module
-# tree and its attributes). For a real model with megabytes of weights that is negligible, so size is
-# not the real argument against it; the coupling to your code, and the safety problem below, are.
+# The sizes are measured: here the pickled object costs about 1.2 KB more than its weights (the
+# module tree and its attributes). For a real model with megabytes of weights that is negligible.
+# So size is not the real argument against pickling the model; the coupling to your code is, and so
+# is the safety problem below.
 #
 # ## 3. Why `weights_only=True` matters: a pickle can run code
 #
 # A pickle is a small program for a stack machine. One of its instructions is "call this function
-# with these arguments" — that is how objects describe their reconstruction (`__reduce__`). Loading a
-# pickle with the full machinery runs those calls, whatever they are. A checkpoint downloaded from the
-# internet can therefore run `os.system(...)` on your machine the moment you load it.
+# with these arguments": that is how objects describe their reconstruction (`__reduce__`).
+#
+# Loading a pickle with the full machinery runs those calls, whatever they are. So a checkpoint
+# downloaded from the internet can run `os.system(...)` on your machine the moment you load it.
 #
 # Here is a harmless stand-in: an object whose reconstruction calls `print`.
 
@@ -191,14 +197,15 @@ torch.save({"weights": torch.ones(2), "payload": Surprise()}, workdir / "downloa
 print(sorted(torch.serialization.get_unsafe_globals_in_checkpoint(workdir / "downloaded.pt")))
 
 # %% [markdown]
-# `weights_only=True` uses a restricted unpickler that only rebuilds tensors and plain containers, and
-# refuses every other global — before calling it:
+# `weights_only=True` uses a restricted unpickler. It only rebuilds tensors and plain containers,
+# and refuses every other global *before* calling it:
 
 # %% tags=["raises-exception"]
 torch.load(workdir / "downloaded.pt", weights_only=True)
 
 # %% [markdown]
-# Only to *see* the danger, the pre-2.6 default — never do this with a file you did not write:
+# Only to *see* the danger, here is the pre-2.6 default. Never do this with a file you did not
+# write:
 
 # %% tags=["deprecated-on-purpose"]
 loaded = torch.load(workdir / "downloaded.pt", weights_only=False)
@@ -206,6 +213,7 @@ print("payload after loading:", loaded["payload"])  # None: print(...) was calle
 
 # %% [markdown]
 # Habits:
+#
 # - save only `state_dict`s, numbers, strings, lists/dicts and tensors; then `weights_only=True` just works;
 # - to inspect a file without running it: `torch.serialization.get_unsafe_globals_in_checkpoint(path)`;
 # - if your checkpoint really must hold one of your own classes, allow exactly that class:
@@ -225,9 +233,12 @@ print("payload after loading:", loaded["payload"])  # None: print(...) was calle
 # | epoch, step, best metric | loop counters, and what "best" means so far |
 # | RNG states | torch (CPU and each GPU), NumPy, Python `random`, and the DataLoader's `torch.Generator` |
 #
-# Our run, in `course_utils.resume_demo`, has all of these: Adam, a per-batch `OneCycleLR`, Dropout
-# (torch's global RNG), a DataLoader that shuffles with its own generator, and a dataset whose
-# augmentation uses NumPy and Python `random`:
+# Our run, in `course_utils.resume_demo`, has all of these:
+#
+# - Adam, and a `OneCycleLR` schedule stepped after every batch;
+# - Dropout, which draws from torch's global RNG;
+# - a DataLoader that shuffles with its own generator;
+# - a dataset whose augmentation uses NumPy and Python `random`.
 
 # %%
 from course_utils.resume_demo import ToyData, build, full_loss, train
@@ -242,8 +253,8 @@ losses = train(run, epochs=3)
 print(f"after epoch {run.epoch} (step {run.step}): last batch loss {losses[-1]:.4f}")
 
 # %% [markdown]
-# Look inside the optimizer's state: two tensors per parameter, each as large as the parameter, and a
-# step count. The learning rate the scheduler has set is stored there too.
+# Look inside the optimizer's state: two tensors per parameter, each as large as the parameter, and
+# a step count. The learning rate the scheduler has set is stored there too.
 
 # %%
 opt_state = run.optimizer.state_dict()
@@ -254,9 +265,10 @@ print(f"lr now {group['lr']:.4g} (schedule starts at {group['initial_lr']:.4g}, 
 print("scheduler steps taken:", run.scheduler.state_dict()["last_epoch"])
 
 # %% [markdown]
-# With fp16 mixed precision on a GPU (notebook 08) the `GradScaler`'s state belongs in the checkpoint
-# too: its current loss scale took many steps to find. Everything together, as
-# `course_utils.checkpoint.make_checkpoint` builds it:
+# With fp16 mixed precision on a GPU (notebook 08), the `GradScaler`'s state belongs in the
+# checkpoint too: its current loss scale took many steps to find.
+#
+# Here is everything together, as `course_utils.checkpoint.make_checkpoint` builds it:
 
 # %%
 scaler = torch.amp.GradScaler(device.type, enabled=device.type == "cuda")  # fp16 AMP runs on GPUs
@@ -278,8 +290,9 @@ torch.load(workdir / "np_state.pt", weights_only=True)
 
 # %% [markdown]
 # `course_utils.checkpoint.capture_rng_state(generator)` stores every generator as tensors and plain
-# numbers (`restore_rng_state` puts them back). Proof that it captures them all: draw from each,
-# restore, draw again.
+# numbers; `restore_rng_state` puts them back.
+#
+# Proof that it captures them all: draw from each, restore, draw again.
 
 # %%
 from course_utils.checkpoint import capture_rng_state, restore_rng_state
@@ -333,10 +346,13 @@ torch.load(path, weights_only=True)
 #    does this).
 #
 # If the process dies during step 1 or 2, only a stray `.tmp` file is left, and the previous
-# checkpoint is untouched. This notebook does not kill a process; the course's unit test
-# `test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint` (in `tests/test_checkpoint.py`)
-# does: it SIGKILLs a process in the middle of writing a 64 MB checkpoint with `atomic_save`, and
-# finds a stray temp file and the previous checkpoint intact and loadable.
+# checkpoint is untouched.
+#
+# This notebook does not kill a process, but the course's unit test
+# `test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint` (in
+# `tests/test_checkpoint.py`) does. It SIGKILLs a process in the middle of writing a 64 MB
+# checkpoint with `atomic_save`. Afterwards it finds a stray temp file, and the previous checkpoint
+# intact and loadable.
 #
 # ### Exercise 1 — `save_checkpoint`
 #
@@ -417,7 +433,7 @@ check("09.load_checkpoint", load_checkpoint)
 #    remaining 3 epochs;
 # 4. compare the final parameters with `torch.equal` (bit for bit, not "close").
 #
-# From here on the notebook uses `course_utils.checkpoint` (the same logic as your two functions).
+# From here on the notebook uses `course_utils.checkpoint`: the same logic as your two functions.
 
 # %%
 N_EPOCHS, K = 6, 3
@@ -437,7 +453,7 @@ print("saved", ckpt_path.name)
 
 # %% [markdown]
 # Step 3 is a function, because section 7 reuses it with pieces left out. `build(seed=12345)` gives
-# other initial weights and seeds every generator differently: nothing of the interrupted run
+# other initial weights and seeds every generator differently. Nothing of the interrupted run
 # survives except the file.
 
 # %%
@@ -462,21 +478,23 @@ print("parameters identical to the uninterrupted run (torch.equal):", identical)
 
 # %% [markdown]
 # **In a separate process.** The strictest version runs step 3 in a new Python process, so that no
-# state hidden anywhere in this kernel can help. `course_utils.resume_demo` does that from a terminal:
+# state hidden anywhere in this kernel can help. `course_utils.resume_demo` does that from a
+# terminal:
 #
 # ```
 # python -m course_utils.resume_demo --resume epoch-3.pt --epochs 3 --total-epochs 6 --out final.pt
 # ```
 #
-# The course's unit test `test_resume_in_a_fresh_process_is_bit_exact` (in `tests/test_checkpoint.py`)
-# runs the same command on a shorter schedule (a checkpoint after epoch 2 of 4:
-# `--epochs 2 --total-epochs 4`) and finds the final parameters `torch.equal` to an uninterrupted
-# run in the test process. This notebook does not start it: a
-# second Python process that imports PyTorch costs about as much memory as this kernel's own
-# `import torch` (about 650 MB resident for the CUDA build), which
-# is more than the notebook's memory budget allows.
+# The course's unit test `test_resume_in_a_fresh_process_is_bit_exact` (in
+# `tests/test_checkpoint.py`) runs the same command on a shorter schedule: a checkpoint after
+# epoch 2 of 4 (`--epochs 2 --total-epochs 4`). It finds the final parameters `torch.equal` to an
+# uninterrupted run in the test process.
 #
-# Two details that make the proof work (and break it when forgotten):
+# This notebook does not start that process. A second Python process that imports PyTorch costs
+# about as much memory as this kernel's own `import torch` (about 650 MB resident for the CUDA
+# build), which is more than the notebook's memory budget allows.
+#
+# Two details make the proof work (and break it when forgotten):
 #
 # - the checkpoint is taken at an **epoch boundary**. The DataLoader draws the whole epoch's shuffle
 #   order from its generator when the epoch starts. To resume mid-epoch you would also save the
@@ -490,8 +508,8 @@ print("parameters identical to the uninterrupted run (torch.equal):", identical)
 #
 # ## 7. What a partial resume costs
 #
-# Now resume from the same checkpoint with one piece missing at a time, and compare the loss curves
-# (full training-set loss after every step) and learning rates with the uninterrupted run.
+# Now resume from the same checkpoint with one piece missing at a time. Compare the loss curves
+# (full training-set loss after every step) and the learning rates with the uninterrupted run.
 
 # %%
 resumed = {
@@ -531,18 +549,18 @@ plt.show()
 # %% [markdown]
 # What the numbers and curves show on this run:
 #
-# - **exact resume** lies on top of the uninterrupted curve, and the parameters are identical;
+# - **exact resume** lies on top of the uninterrupted curve, and the parameters are identical.
 # - **no optimizer state** gives the biggest jump, about 3× the uninterrupted loss. Adam restarts
 #   with zero moments, and the normalised update of a fresh Adam is about ±`lr` in *every*
-#   coordinate, instead of the small steps its accumulated statistics had settled on. (The fresh
-#   optimizer also uses its initial LR for one step, until the restored scheduler's next `step()`
-#   writes the right one: the dip in the right panel.) This is the jump practitioners warn about,
-#   measured;
+#   coordinate, instead of the small steps its accumulated statistics had settled on. This is the
+#   jump practitioners warn about, measured. (The fresh optimizer also uses its initial LR for one
+#   step, until the restored scheduler's next `step()` writes the right one: the dip in the right
+#   panel.)
 # - **no scheduler state**: the LR is right for one step, then the fresh `OneCycleLR` starts its
-#   warm-up again — the LR climbs back to its peak in what should have been the cool-down, and the
-#   loss leaves the uninterrupted curve;
+#   warm-up again. The LR climbs back to its peak in what should have been the cool-down, and the
+#   loss leaves the uninterrupted curve.
 # - **no RNG state**: other batches, other dropout masks, other augmentation noise. At this learning
-#   rate that alone moves the model visibly (a smaller bump here); above all, it is no longer the
+#   rate that alone moves the model visibly (a smaller bump here). Above all, it is no longer the
 #   same run: not reproducible, and not comparable with the uninterrupted one.
 #
 # How large each effect is depends on the model, the optimizer and where you resume; on this small
@@ -553,9 +571,15 @@ plt.show()
 #
 # Saving every epoch fills a disk; keeping only one file risks losing everything to one bad save or
 # one bad epoch. The usual policy: keep the newest *k* checkpoints and, separately, the best one so
-# far. `CheckpointManager` writes `ckpt-<step>.pt` atomically, updates `best.pt` when the metric
-# improves, and deletes the oldest beyond `keep_last`. (We use the training-set loss as the metric
-# here; in a real run use your validation metric.)
+# far.
+#
+# `CheckpointManager` does that:
+#
+# - it writes `ckpt-<step>.pt` atomically;
+# - it updates `best.pt` when the metric improves;
+# - it deletes the oldest files beyond `keep_last`.
+#
+# We use the training-set loss as the metric here; in a real run, use your validation metric.
 
 # %%
 manager = ckpt.CheckpointManager(workdir / "run1", keep_last=3, mode="min")
@@ -570,8 +594,8 @@ for _ in range(N_EPOCHS):
     print(f"epoch {run.epoch}: loss {metric:.4f} ->", sorted(p.name for p in manager.folder.iterdir()))
 
 # %% [markdown]
-# A save that was killed leaves a temp file behind. The "latest checkpoint" lookup must only accept
-# names it wrote completely — the temp file is ignored:
+# A save that was killed leaves a temp file behind. So the "latest checkpoint" lookup must only
+# accept names it wrote completely: the temp file is ignored.
 
 # %%
 (manager.folder / ".ckpt-00000056.pt.k3x9.tmp").write_bytes(b"PK\x03\x04 half a checkpoint")
@@ -609,10 +633,12 @@ check("09.latest_checkpoint", latest_checkpoint)
 # ## 9. `map_location`: loading on another device
 #
 # A saved tensor remembers the device it lived on. A checkpoint written on a GPU machine says
-# `cuda:0`, and loading it on a laptop without CUDA fails. To show this on any machine,
-# `ckpt.saved_as_if_on("cuda:0")` makes `torch.save` label the tensors exactly as a GPU machine would
-# (only that label in the file changes). On a machine with a GPU the load below succeeds and the
-# cell shows no error; the `RuntimeError` is what a colleague without CUDA sees:
+# `cuda:0`, and loading it on a laptop without CUDA fails.
+#
+# To show this on any machine, `ckpt.saved_as_if_on("cuda:0")` makes `torch.save` label the tensors
+# exactly as a GPU machine would (only that label in the file changes). On a machine with a GPU the
+# load below succeeds and the cell shows no error. The `RuntimeError` is what a colleague without
+# CUDA sees:
 
 # %%
 with ckpt.saved_as_if_on("cuda:0"):
@@ -622,9 +648,9 @@ with ckpt.saved_as_if_on("cuda:0"):
 torch.load(workdir / "from_gpu_machine.pt", weights_only=True)  # on a machine without CUDA
 
 # %% [markdown]
-# `map_location` says where to put the tensors while loading: a device (`"cpu"`, your `device`
-# variable), or a mapping such as `{"cuda:0": "cuda:1"}` (handy when each process of a multi-GPU job
-# loads onto its own GPU).
+# `map_location` says where to put the tensors while loading. It takes a device (`"cpu"`, your
+# `device` variable), or a mapping such as `{"cuda:0": "cuda:1"}`. A mapping is handy when each
+# process of a multi-GPU job loads onto its own GPU.
 
 # %%
 state = torch.load(workdir / "from_gpu_machine.pt", map_location="cpu", weights_only=True)
@@ -635,10 +661,11 @@ print(model.load_state_dict(state))
 
 # %% [markdown]
 # Good to know: `load_state_dict` *copies* into the model's existing tensors, so the model stays on
-# its own device whatever `map_location` was; `optimizer.load_state_dict` moves its state to its
-# parameters' device. `map_location` mostly decides **where the loaded copy takes memory** — loading
-# a big checkpoint straight onto one GPU can run that GPU out of memory, so load to `"cpu"` when in
-# doubt.
+# its own device whatever `map_location` was. `optimizer.load_state_dict` moves its state to its
+# parameters' device.
+#
+# So `map_location` mostly decides **where the loaded copy takes memory**. Loading a big checkpoint
+# straight onto one GPU can run that GPU out of memory: load to `"cpu"` when in doubt.
 #
 # **Large models: build on `meta`, load with `assign=True`.** Building a model allocates and
 # initialises every weight, only for the checkpoint to overwrite them. On the `meta` device a model
@@ -656,7 +683,7 @@ print("after a copying load:", skeleton[0].weight.device)
 
 # %% [markdown]
 # `load_state_dict(state, assign=True)` does not copy: the loaded tensors *become* the model's
-# parameters and buffers (the parameters stay `nn.Parameter`s that require gradients). So here,
+# parameters and buffers. (The parameters stay `nn.Parameter`s that require gradients.) So here,
 # unlike above, `map_location` decides where the model lives, and there is only one copy of the
 # weights:
 
@@ -668,9 +695,36 @@ print("after assign=True:", skeleton[0].weight.device, "| a Parameter:",
 print("shares the loaded tensor's memory:", skeleton[0].weight.data_ptr() == state["0.weight"].data_ptr())
 
 # %% [markdown]
+# Two things `assign=True` changes for the code around the load.
+#
+# **Build the optimizer after the load.** The load *replaces* the model's `Parameter` objects. An
+# optimizer created before it still holds the old ones: the data-less `meta` tensors. Its steps
+# then update nothing, and nothing tells you. So with `assign=True`, create the optimizer after
+# `load_state_dict`, and only then call `optimizer.load_state_dict(...)`. (The `load_checkpoint` of
+# section 5 receives an optimizer built before the load; that is right for its copying load, not
+# for this one.)
+
+# %%
+with torch.device("meta"):
+    early = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.BatchNorm1d(8), nn.Linear(8, 2))
+optimizer_before = torch.optim.SGD(early.parameters(), lr=0.1)  # the wrong order
+early.load_state_dict(state, assign=True)
+optimizer_after = torch.optim.SGD(early.parameters(), lr=0.1)  # the right order
+for name, opt in {"built before the load": optimizer_before, "built after the load": optimizer_after}.items():
+    held = opt.param_groups[0]["params"][0]
+    print(f"optimizer {name}: holds the model's weight: {held is early[0].weight} (its tensor is on {held.device})")
+
+# %% [markdown]
+# **Buffers that are not in the file.** A buffer registered with `persistent=False` is not part of
+# the state dict, so no load fills it: after an `assign=True` load it is still on `meta`. For a
+# model with such buffers, call `model.to_empty(device=device)` first (real, but uninitialised,
+# memory for every tensor). Then load with an ordinary copying `load_state_dict`, and re-create the
+# non-persistent buffers yourself, as the module's `__init__` did.
+
+# %% [markdown]
 # ## 10. Reading `load_state_dict`'s missing and unexpected keys
 #
-# After a refactor, keys stop matching. Version 1 of a classifier had a `head`; version 2 renamed it
+# After a refactor, keys stop matching. Version 1 of a classifier had a `head`. Version 2 renamed it
 # `classifier` and added an auxiliary output `aux`.
 
 # %%
@@ -693,15 +747,16 @@ old_state = ClassifierV1().state_dict()
 v2 = ClassifierV2()
 
 # %% [markdown]
-# `strict=True` (the default) refuses, and its message is the diagnosis: **missing** keys are in the
-# model but not in the file (they would stay randomly initialised), **unexpected** keys are in the
-# file but not in the model (they would be dropped).
+# `strict=True` (the default) refuses, and its message is the diagnosis:
+#
+# - **missing** keys are in the model but not in the file: they would stay randomly initialised;
+# - **unexpected** keys are in the file but not in the model: they would be dropped.
 
 # %% tags=["raises-exception"]
 v2.load_state_dict(old_state)
 
 # %% [markdown]
-# `strict=False` loads what matches and *returns* the same lists — read them; never ignore them.
+# `strict=False` loads what matches and *returns* the same lists. Read them; never ignore them.
 
 # %%
 result = v2.load_state_dict(old_state, strict=False)
@@ -710,7 +765,7 @@ print("unexpected:", result.unexpected_keys)
 
 # %% [markdown]
 # Here the report says the trained head was **not** loaded: `classifier` is still random. Map the
-# renamed keys, and only the genuinely new layer remains missing — which is what we want:
+# renamed keys, and only the genuinely new layer remains missing, which is what we want:
 
 # %%
 renamed = {("classifier." + k.removeprefix("head.")) if k.startswith("head.") else k: v
@@ -722,16 +777,20 @@ print("head loaded:", torch.equal(v2.classifier.weight, old_state["head.weight"]
 
 # %% [markdown]
 # `strict=False` does not help when a tensor's **shape** changed (say the hidden size went from 8 to
-# 16): that is always an error, because there is no sensible way to pour 8 rows into 16.
+# 16). That is always an error: there is no sensible way to pour 8 rows into 16.
 
 # %% tags=["raises-exception"]
 ClassifierV2(hidden=16).load_state_dict(renamed, strict=False)
 
 # %% [markdown]
-# A very common mismatch: wrappers add a prefix to every key. `nn.DataParallel` and
-# `DistributedDataParallel` (notebook 13) keep your model as `.module`, so their keys start with
-# `module.`; a model returned by `torch.compile` keeps it as `._orig_mod`, so its keys start with
-# `_orig_mod.`. Load such a file into the bare model and *every* key is missing and unexpected.
+# A very common mismatch: wrappers add a prefix to every key.
+#
+# - `nn.DataParallel` and `DistributedDataParallel` (notebook 13) keep your model as `.module`, so
+#   their keys start with `module.`;
+# - a model returned by `torch.compile` keeps it as `._orig_mod`, so its keys start with
+#   `_orig_mod.`.
+#
+# Load such a file into the bare model and *every* key is missing and unexpected.
 
 # %%
 wrapped = nn.DataParallel(ClassifierV1())  # on a CPU it simply wraps the model
@@ -740,14 +799,19 @@ result = ClassifierV1().load_state_dict(wrapped.state_dict(), strict=False)
 print(len(result.missing_keys), "missing,", len(result.unexpected_keys), "unexpected")
 
 # %% [markdown]
-# The two ways to compile a model differ here. `compiled = torch.compile(model)` returns a new
-# object that wraps your model as `compiled._orig_mod`: its keys are `_orig_mod.features.0.weight`
-# and so on. `model.compile()` (PyTorch 2.2 and later) compiles the model's forward in place and
-# leaves the model, and its keys (`features.0.weight`, ...), as they are: the simplest way to keep
-# the prefix out of your checkpoints. With the wrapper, save `compiled._orig_mod.state_dict()`, or
-# clean the keys when loading. (Not run here: even though compilation waits for the first call,
-# the first `torch.compile` in a process loads the compiler's Python modules, which takes several
-# seconds; notebook 11, which loads them anyway, prints both sets of keys.)
+# The two ways to compile a model differ here:
+#
+# - `compiled = torch.compile(model)` returns a new object that wraps your model as
+#   `compiled._orig_mod`: its keys are `_orig_mod.features.0.weight` and so on;
+# - `model.compile()` (PyTorch 2.2 and later) compiles the model's forward in place. It leaves the
+#   model, and its keys (`features.0.weight`, ...), as they are: the simplest way to keep the prefix
+#   out of your checkpoints.
+#
+# With the wrapper, save `compiled._orig_mod.state_dict()`, or clean the keys when loading.
+#
+# Not run here: even though compilation waits for the first call, the first `torch.compile` in a
+# process loads the compiler's Python modules, which takes several seconds. Notebook 11, which loads
+# them anyway, prints both sets of keys.
 
 
 # %% [markdown]
@@ -778,8 +842,10 @@ check("09.clean_state_dict", clean_state_dict)
 # ## 11. When the libraries change
 #
 # A checkpoint is read by code, and that code includes the libraries: the same file can stop
-# loading after an upgrade. A common case: a metric computed with NumPy (`np.mean(...)`) is a
-# `np.float64`, not a Python `float`, and a checkpoint that stores it stores a NumPy object:
+# loading after an upgrade.
+#
+# A common case: a metric computed with NumPy (`np.mean(...)`) is a `np.float64`, not a Python
+# `float`. A checkpoint that stores it stores a NumPy object:
 
 # %%
 best = np.float64(0.25)  # what np.mean(...) returns: a NumPy scalar
@@ -787,23 +853,29 @@ torch.save({"model": model.state_dict(), "best_metric": best}, workdir / "numpy_
 print(sorted(torch.serialization.get_unsafe_globals_in_checkpoint(workdir / "numpy_metric.pt")))
 
 # %% [markdown]
-# Two library versions now decide whether this file loads. Before PyTorch 2.6, `torch.load(path)`
-# read it; with today's default, `weights_only=True`, the same line refuses it:
+# Two library versions now decide whether this file loads. The first is PyTorch's. Before
+# PyTorch 2.6, `torch.load(path)` read it; with today's default, `weights_only=True`, the same line
+# refuses it:
 
 # %% tags=["raises-exception"]
 torch.load(workdir / "numpy_metric.pt")  # worked before PyTorch 2.6
 
 # %% [markdown]
-# And the NumPy version is in the file too: `numpy._core` is that module's name since NumPy 2.0
-# (before, it was `numpy.core`), so a machine with NumPy older than 1.26 cannot load this file
-# even with `weights_only=False`: it fails with `ModuleNotFoundError: No module named
-# 'numpy._core'`, a well-known error from the NumPy 2.0 transition. NumPy 1.26 ships a partial
-# `numpy._core` for this transition, which reads common pickles but not all (some fail with
-# `No module named 'numpy._core.numeric'`). Not run here: one kernel has one NumPy.
+# And the NumPy version is in the file too. `numpy._core` is that module's name since NumPy 2.0
+# (before, it was `numpy.core`). So a machine with NumPy older than 1.26 cannot load this file, even
+# with `weights_only=False`. It fails with `ModuleNotFoundError: No module named 'numpy._core'`, a
+# well-known error from the NumPy 2.0 transition.
 #
-# Two habits. Store plain Python values (`float(best)`, `int(epoch)`). And write the versions into
-# the checkpoint, so that when a load fails or results differ, the first question ("which versions
-# wrote this?") has an answer. Here a checkpoint written on an older machine, read on this one:
+# NumPy 1.26 ships a partial `numpy._core` for this transition. It reads common pickles but not all:
+# some fail with `No module named 'numpy._core.numeric'`. (Not run here: one kernel has one NumPy.)
+#
+# Two habits:
+#
+# - store plain Python values (`float(best)`, `int(epoch)`);
+# - write the library versions into the checkpoint. When a load fails or results differ, the first
+#   question ("which versions wrote this?") then has an answer.
+#
+# Here a checkpoint written on an older machine is read on this one:
 
 # %%
 def library_versions() -> dict[str, str]:
@@ -825,7 +897,8 @@ torch.save({"model": model.state_dict(), "best_metric": float(best), "versions":
            workdir / "with_versions.pt")
 loaded = torch.load(workdir / "with_versions.pt", weights_only=True)  # plain values: loads fine
 differences = report_version_differences(loaded["versions"])
-assert len(differences) == 2 and loaded["best_metric"] == 0.25
+confirm(len(differences) == 2 and loaded["best_metric"] == 0.25,
+        "the two changed libraries are reported, and the plain float best_metric loads with weights_only=True")
 
 # %% [markdown]
 # ## Key points
@@ -842,21 +915,31 @@ assert len(differences) == 2 and loaded["best_metric"] == 0.25
 # - Write atomically: temp file in the same folder, flush + fsync, `os.replace`. Keep the last *k*
 #   plus the best; look up the latest by parsed step number, ignoring temp files.
 # - `map_location` decides where loaded tensors go; with a model built on `meta` and
-#   `load_state_dict(..., assign=True)` it decides where the model lives. Read `load_state_dict`'s
-#   missing/unexpected keys, and strip `module.` / `_orig_mod.` prefixes from wrapped models
-#   (`model.compile()` adds none).
+#   `load_state_dict(..., assign=True)` it decides where the model lives. After such a load, build
+#   the optimizer (then load its state); re-create non-persistent buffers.
+# - Read `load_state_dict`'s missing/unexpected keys, and strip `module.` / `_orig_mod.` prefixes
+#   from wrapped models (`model.compile()` adds none).
 # - Libraries are part of what reads a checkpoint: store plain Python values, and record the
 #   library versions in the checkpoint.
 #
 # ## Further reading
 #
-# - PyTorch tutorial: *Saving and Loading Models*, and the recipe *Saving and loading a general
-#   checkpoint in PyTorch*.
-# - PyTorch docs: *Serialization semantics* (`weights_only`, `safe_globals`, `mmap=True` for large
-#   files), `torch.load`, `torch.save`.
-# - PyTorch docs: `torch.nn.Module.load_state_dict`, `torch.optim.Optimizer.state_dict`,
-#   `torch.optim.lr_scheduler.OneCycleLR`.
-# - PyTorch docs: *Reproducibility* notes, and `torch.utils.data.DataLoader` (`generator`).
-# - PyTorch docs: *Distributed Checkpoint* (`torch.distributed.checkpoint`), for sharded checkpoints
-#   of models too large for one process.
-# - Python docs: `os.replace`, `os.fsync`, and the `pickle` module's security warning.
+# - PyTorch tutorial: [Saving and Loading Models](https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html),
+#   and the recipe [Saving and loading a general checkpoint in PyTorch](https://docs.pytorch.org/tutorials/recipes/recipes/saving_and_loading_a_general_checkpoint.html).
+# - PyTorch docs: [Serialization semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html)
+#   (`weights_only`, `safe_globals`, `mmap=True` for large files),
+#   [torch.load](https://docs.pytorch.org/docs/stable/generated/torch.load.html),
+#   [torch.save](https://docs.pytorch.org/docs/stable/generated/torch.save.html).
+# - PyTorch docs: [torch.nn.Module.load_state_dict](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.load_state_dict),
+#   [torch.optim.Optimizer.state_dict](https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.state_dict.html),
+#   [torch.optim.lr_scheduler.OneCycleLR](https://docs.pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.OneCycleLR.html).
+# - PyTorch docs: [Reproducibility](https://docs.pytorch.org/docs/stable/notes/randomness.html)
+#   notes, and [torch.utils.data.DataLoader](https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+#   (`generator`).
+# - PyTorch docs: [Meta device](https://docs.pytorch.org/docs/stable/meta.html) (building a model
+#   without data, `to_empty`).
+# - PyTorch docs: [Distributed Checkpoint](https://docs.pytorch.org/docs/stable/distributed.checkpoint.html)
+#   (`torch.distributed.checkpoint`), for sharded checkpoints of models too large for one process.
+# - Python docs: [os.replace](https://docs.python.org/3/library/os.html#os.replace),
+#   [os.fsync](https://docs.python.org/3/library/os.html#os.fsync), and the
+#   [pickle module's security warning](https://docs.python.org/3/library/pickle.html).

@@ -9,13 +9,12 @@
 # %% [markdown]
 # # 13 · Distributed data parallel: many processes, one model
 #
-# When one device is too slow for your data, you can run **several copies of the same training
-# script**, one per GPU (or CPU process), each on a different slice of every batch, and keep the
-# copies identical by averaging their gradients before every optimizer step. That is
-# `DistributedDataParallel` (DDP), the standard way PyTorch trains on many GPUs and machines. In
-# this notebook two real worker processes train with DDP on this CPU through the `gloo` backend,
-# the results come back into the notebook, and we check the central promise numerically: the
-# averaged gradients are the gradients of one big batch.
+# One device too slow? Run **several copies of your training script**, one per GPU (or CPU
+# process), each on a different slice of every batch, and average their gradients before every
+# optimizer step to keep them identical. That is `DistributedDataParallel` (DDP), PyTorch's
+# standard way to train on many GPUs and machines. Here two worker processes run DDP on this CPU
+# (backend `gloo`) and report back; we check the central promise: the averaged gradients equal the
+# gradients of one big batch.
 #
 # ## You will learn (≈ 45 min)
 #
@@ -24,8 +23,9 @@
 # 3. How to launch worker processes from a notebook, collect their results, and get a clear
 #    message instead of a hang when one of them crashes.
 # 4. How to save checkpoints once (rank 0) and without the `module.` prefix.
-# 5. What changes as you scale (learning rate, `no_sync`, BatchNorm, models too big for one device),
-#    and how the same code runs on many GPUs and machines with `torchrun` (the exact commands).
+# 5. What changes as you scale (learning rate, `no_sync`, BatchNorm, parameters without gradients,
+#    evaluation, models too big for one device), and how the same code runs on many GPUs and
+#    machines with `torchrun` (the exact commands).
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -60,6 +60,7 @@ from torch.nn import functional as F
 from torch.utils.data import DistributedSampler
 
 import course_utils.distributed as ddp_lab
+from course_utils.claims import confirm
 from course_utils.exercises import check
 
 workdir = Path(tempfile.mkdtemp(prefix="nb13-"))  # every file this notebook writes goes here
@@ -68,8 +69,8 @@ workdir = Path(tempfile.mkdtemp(prefix="nb13-"))  # every file this notebook wri
 # %% [markdown]
 # ## 1. The idea, in one process first
 #
-# Data parallelism in four words: **same model, different data**. With a *world* of `W` processes
-# (each has a *rank* `0 … W-1`):
+# Data parallelism in four words: **same model, different data**. A *world* of `W` processes runs
+# together, and each process has a *rank* `0 … W-1`:
 #
 # 1. every rank builds the same model (DDP copies rank 0's weights to the others at start-up);
 # 2. every rank takes its own shard of the batch and computes forward and backward on it;
@@ -77,10 +78,12 @@ workdir = Path(tempfile.mkdtemp(prefix="nb13-"))  # every file this notebook wri
 #    receives the result;
 # 4. every rank runs the same optimizer step on the same gradients, so the replicas stay equal.
 #
-# Why is that correct? A mean-reduced loss over `B` samples, split into `W` equal shards, is the mean
-# of the `W` shard losses, and the gradient of a mean is the mean of the gradients. So the average
-# of the shard gradients *is* the big-batch gradient. Check it in this process before involving any
-# other process: `make_model` and `make_batch` are the tiny model and data every worker will use.
+# Why is that correct? Take a mean-reduced loss over `B` samples, split into `W` equal shards. It is
+# the mean of the `W` shard losses, and the gradient of a mean is the mean of the gradients. So the
+# average of the shard gradients *is* the big-batch gradient.
+#
+# Check it in this process before involving any other. `make_model` and `make_batch` are the tiny
+# model and data every worker will use.
 
 # %%
 def gradients(model, x, y):
@@ -104,10 +107,13 @@ print("sum of shard gradients  == big-batch gradient:",
 
 
 # %% [markdown]
-# The sum is twice too large: the averaging step matters (DDP divides by the world size for you;
-# code that all-reduces by hand must do it itself). Two details keep the equality exact: the
-# shards have **equal sizes** (otherwise the mean of means is not the mean), and the loss is a
-# **mean** over the local samples.
+# The sum is twice too large: the averaging step matters. DDP divides by the world size for you;
+# code that all-reduces by hand must do it itself.
+#
+# Two details keep the equality exact:
+#
+# - the shards have **equal sizes** (otherwise the mean of means is not the mean);
+# - the loss is a **mean** over the local samples.
 #
 # ### Exercise 1 — `average_gradients`
 #
@@ -130,11 +136,17 @@ check("13.average_gradients", average_gradients)
 # %% [markdown]
 # ## 2. Sharding the data: `DistributedSampler`
 #
-# Each rank must see a *different* part of the dataset, and every rank must run the *same number
-# of steps* (each step ends in an all-reduce that waits for all ranks). `DistributedSampler` does
-# both: it pads the index list by repeating its first indices until its length divides by the
-# world size, then gives rank `r` every `W`-th index starting at `r`. It needs no process group
-# when you pass `num_replicas` and `rank` yourself, so you can inspect it right here.
+# Two rules for the data:
+#
+# - each rank must see a *different* part of the dataset;
+# - every rank must run the *same number of steps*, because each step ends in an all-reduce that
+#   waits for all ranks.
+#
+# `DistributedSampler` does both. It pads the index list by repeating its first indices until its
+# length divides by the world size. Then it gives rank `r` every `W`-th index, starting at `r`.
+#
+# It needs no process group when you pass `num_replicas` and `rank` yourself, so you can inspect it
+# right here.
 
 # %%
 dataset = list(range(10))          # any object with a length works as a "dataset" here
@@ -145,11 +157,11 @@ for world_size in (2, 4):
 
 # %% [markdown]
 # With 4 ranks, 10 indices become 12: indices 0 and 1 are used twice in that epoch (ranks 2 and 3
-# get them). That tiny duplication is the price of equal shards; `drop_last=True` drops the tail
+# get them). That tiny duplication is the price of equal shards. `drop_last=True` drops the tail
 # instead.
 #
 # With `shuffle=True` the sampler shuffles with a generator seeded by `seed + epoch`. The epoch is
-# whatever you last passed to `set_epoch` — forget to call it and **every epoch uses the same
+# whatever you last passed to `set_epoch`. Forget to call it and **every epoch uses the same
 # order**:
 
 # %%
@@ -196,28 +208,31 @@ check("13.shard_indices", shard_indices)
 # - **spawn** (the only choice on Windows, the default on macOS): a fresh Python interpreter
 #   that imports torch again and then imports the function it must run *by module and name*.
 #
-# (`torchrun`, section 8, is neither: it starts fresh interpreters that each run your whole script
+# (`torchrun`, section 8, is neither. It starts fresh interpreters that each run your whole script
 # from the top, as `__main__`; no function is looked up by name.)
 #
-# `ddp_lab.launch` forks on Linux and spawns elsewhere; `benchmarks/results/ddp_start.md` has
-# both measured on the course's test machine (fork: about 0.3 s and 30 MB for two workers; spawn:
-# about 13 s and 900 MB). A function defined in a notebook cell lives in no importable module,
-# so a spawned worker could not find it: the workers of this notebook live in
-# `course_utils/distributed.py`, and `launch` refuses a notebook function on every platform so
-# your code does not break when it moves to a Mac or to Windows. Here is the heart of it, the
-# gradient step every rank runs:
+# `ddp_lab.launch` forks on Linux and spawns elsewhere. `benchmarks/results/ddp_start.md` has both
+# measured on the course's test machine: fork takes about 0.3 s and 30 MB for two workers, spawn
+# about 13 s and 900 MB.
+#
+# A function defined in a notebook cell lives in no importable module, so a spawned worker could
+# not find it. That is why the workers of this notebook live in `course_utils/distributed.py`. And
+# `launch` refuses a notebook function on every platform, so your code does not break when it moves
+# to a Mac or to Windows.
+#
+# Here is the heart of it, the gradient step every rank runs:
 
 # %%
 print(inspect.getsource(ddp_lab.ddp_gradients))
 
 # %% [markdown]
-# `DDP(model)` registers hooks on the parameters: during `backward()`, as soon as a bucket of
-# gradients is ready it starts an all-reduce of that bucket, overlapping communication with the
+# `DDP(model)` registers hooks on the parameters. During `backward()`, as soon as a bucket of
+# gradients is ready, it starts an all-reduce of that bucket. So communication overlaps with the
 # rest of the backward pass (section 4 shows the order). When `backward()` returns, every rank
 # holds the averaged gradients.
 #
-# Before that, each worker joins a **process group**. These lines from `_entry` (the function
-# each worker process runs first) are all it takes:
+# Before that, each worker joins a **process group**. These lines from `_entry` (the function each
+# worker process runs first) are all it takes:
 
 # %%
 source = inspect.getsource(ddp_lab._entry)
@@ -227,22 +242,25 @@ print("\n".join(line for line in source.splitlines()
 print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
 
 # %% [markdown]
-# - **backend `gloo`** runs collectives on CPUs (and is what you use for debugging). On NVIDIA GPUs
-#   you use **`nccl`**, which moves gradients GPU-to-GPU.
+# - **backend `gloo`** runs collectives on CPUs (and is what you use for debugging). A
+#   *collective* is an operation every rank of the group joins, such as the all-reduce. On NVIDIA
+#   GPUs you use **`nccl`**, which moves gradients GPU-to-GPU.
 # - **rendezvous**: the ranks must find each other and exchange addresses. `torchrun` and
 #   `init_method="env://"` use a small TCP key-value store at `MASTER_ADDR:MASTER_PORT` (or the
 #   rendezvous endpoint). Here the ranks meet through a *file* instead (`FileStore` in a temporary
-#   folder), so nothing listens on the network at all; `GLOO_SOCKET_IFNAME=lo` pins gloo's own
+#   folder), so nothing listens on the network at all. `GLOO_SOCKET_IFNAME=lo` pins gloo's own
 #   connections to the loopback interface, and `MASTER_ADDR` points at `127.0.0.1` for any code
-#   that looks for it. This notebook never talks to another machine (section 5 prints the
-#   addresses the workers' sockets actually used).
+#   that looks for it. This notebook never talks to another machine: section 5 prints the
+#   addresses the workers' sockets actually used.
 # - **timeout**: a collective that some rank never joins fails after this time instead of waiting
 #   forever.
 #
-# `launch` starts the processes, waits (with its own deadline), gathers what each worker returned
-# and stops every process it started. One launch runs everything the workers of this notebook do
-# (`ddp_lab.lesson_worker`): the gradient step above, a short training run (section 5) and the
-# experiments of section 7. The cell prints how this kernel started them.
+# `launch` starts the processes and waits, with its own deadline. Then it gathers what each worker
+# returned and stops every process it started.
+#
+# One launch runs everything the workers of this notebook do (`ddp_lab.lesson_worker`): the
+# gradient step above, a short training run (section 5) and the experiments of section 7. The cell
+# prints how this kernel started them.
 
 # %% tags=["nbval-ignore-output"]
 import time
@@ -252,7 +270,7 @@ start = time.perf_counter()
 results = ddp_lab.launch(ddp_lab.lesson_worker, world_size=2, checkpoint=str(checkpoint_path))
 print(f"2 workers started ({ddp_lab.default_start_method()}), ran and stopped in "
       f"{time.perf_counter() - start:.1f} s")
-assert [r["rank"] for r in results] == [0, 1]
+confirm([r["rank"] for r in results] == [0, 1], "both workers, rank 0 and rank 1, reported back")
 
 # %% [markdown]
 # ## 4. Check: DDP's gradients are the big-batch gradients
@@ -268,16 +286,22 @@ print("rank 0 and rank 1 hold identical gradients:",
       all(torch.equal(a, b) for a, b in zip(results[0]["grads"], results[1]["grads"])))
 print("last-layer bias gradient, DDP vs big batch:",
       f"{results[0]['grads'][-1].item():.4f} vs {big_batch[-1].item():.4f}")
-assert all(torch.allclose(g, b, atol=1e-6) for g, b in zip(results[0]["grads"], big_batch))
+confirm(all(torch.allclose(g, b, atol=1e-6) for g, b in zip(results[0]["grads"], big_batch)),
+        "DDP's averaged gradients equal the big-batch gradients (to 1e-6)")
 
 # %% [markdown]
 # ### Communication during the backward pass
 #
-# DDP groups the gradients into *buckets* (25 MB each by default) and all-reduces a bucket as soon
-# as all its gradients exist, while autograd goes on computing the gradients of earlier layers. The
-# worker made every parameter its own bucket (`bucket_cap_mb` tiny) and registered a
-# *communication hook*, the function DDP calls to reduce a ready bucket, that notes the bucket
-# before running the usual averaging all-reduce. The events of one backward pass on rank 0:
+# DDP groups the gradients into *buckets*, 25 MB each by default. It all-reduces a bucket as soon
+# as all its gradients exist, while autograd goes on computing the gradients of earlier layers.
+#
+# To make this visible, the worker did two things:
+#
+# - it made every parameter its own bucket (`bucket_cap_mb` tiny);
+# - it registered a *communication hook*, the function DDP calls to reduce a ready bucket. Its hook
+#   notes the bucket, then runs the usual averaging all-reduce.
+#
+# The events of one backward pass on rank 0:
 
 # %%
 print(inspect.getsource(ddp_lab.overlap_events))
@@ -288,28 +312,35 @@ for event in results[0]["overlap_events"]:
 
 # %% [markdown]
 # The all-reduce of the last layer's gradients starts before the first layer's gradients even
-# exist: on a GPU cluster the network works while the GPU still computes. (DDP uses a single bucket for the
-# first backward pass and then rebuilds its buckets in the order the gradients arrived, so the
-# worker reports the second pass.) Bigger buckets mean fewer, more efficient messages that start
-# later; `bucket_cap_mb` is the knob.
+# exist. On a GPU cluster, the network works while the GPU still computes.
+#
+# (DDP uses a single bucket for the first backward pass. Then it rebuilds its buckets in the order
+# the gradients arrived, so the worker reports the second pass.)
+#
+# Bigger buckets mean fewer, more efficient messages that start later; `bucket_cap_mb` is the knob.
 
 # %% [markdown]
 # ## 5. Training with `DistributedSampler`, saving on rank 0
 #
-# The second half of the lesson worker is an ordinary training loop with four DDP-specific lines:
-# a `DistributedSampler` (which reads rank and world size from the process group),
-# `sampler.set_epoch(epoch)`, one `all_reduce` per epoch to log the loss averaged over all ranks,
-# and a save that only rank 0 performs:
+# The second half of the lesson worker is an ordinary training loop (notebook 06) with four
+# DDP-specific lines:
+#
+# - a `DistributedSampler`, which reads the rank and world size from the process group;
+# - `sampler.set_epoch(epoch)`;
+# - one `all_reduce` per epoch, to log the loss averaged over all ranks;
+# - a save that only rank 0 performs.
 
 # %%
 source = inspect.getsource(ddp_lab.ddp_train)
 print(source[source.index("    for epoch"):source.index("    dist.barrier")])
 
 # %% [markdown]
-# What came back: each rank saw a disjoint half of the 24 samples in every epoch, in a new order
-# each epoch; the logged losses are identical on both ranks (they were all-reduced); and the final
-# weights are identical on both ranks, bit for bit, although each rank only ever saw its own half
-# of the data.
+# What came back:
+#
+# - each rank saw a disjoint half of the 24 samples in every epoch, in a new order each epoch;
+# - the logged losses are identical on both ranks (they were all-reduced);
+# - the final weights are identical on both ranks, bit for bit, although each rank only ever saw
+#   its own half of the data.
 
 # %%
 for epoch in range(3):
@@ -323,11 +354,12 @@ print("final weights identical on both ranks:",
 print("local addresses of the workers' sockets:", sorted({a for r in results for a in r["local_addresses"]}))
 
 # %% [markdown]
-# Why only rank 0 saves: all ranks hold the same weights, so one copy is enough, and several
+# Why only rank 0 saves: all ranks hold the same weights, so one copy is enough. And several
 # processes writing the same path at once can interleave into a corrupt file. The `dist.barrier()`
-# after the save makes the other ranks wait until the file exists. The checkpoint holds
-# `model.module.state_dict()` — the model *inside* the DDP wrapper — so it loads into a plain model
-# for evaluation or deployment:
+# after the save makes the other ranks wait until the file exists.
+#
+# The checkpoint holds `model.module.state_dict()`: the model *inside* the DDP wrapper. So it loads
+# into a plain model, for evaluation or deployment:
 
 # %%
 state = torch.load(checkpoint_path, weights_only=True)
@@ -388,19 +420,23 @@ check("13.unwrapped_state_dict", unwrapped_state_dict)
 # %% [markdown]
 # ## 6. When a worker crashes
 #
-# The nastiest distributed bug is not an error but a **hang**: one rank dies or takes a different
-# code path, and the others wait forever in a collective it never joins. `crash_worker` reproduces
-# it: rank 1 raises before the all-reduce (think: a corrupt sample, an out-of-memory error), while
-# rank 0 enters the all-reduce and waits for it.
+# The nastiest distributed bug is not an error but a **hang**. One rank dies or takes a different
+# code path, and the others wait forever in a collective it never joins.
+#
+# `crash_worker` reproduces it. Rank 1 raises before the all-reduce (think: a corrupt sample, an
+# out-of-memory error), while rank 0 enters the all-reduce and waits for it.
 
 # %%
 print(inspect.getsource(ddp_lab.crash_worker))
 
 # %% [markdown]
-# Three things keep that from freezing your notebook: the launcher notices a dead process within
-# a fraction of a second and stops the others, the process group's `timeout` ends a collective that
-# can never complete, and `launch` has a wall-clock deadline of its own. You get the failing rank
-# and its error:
+# Three things keep that from freezing your notebook:
+#
+# - the launcher notices a dead process within a fraction of a second and stops the others;
+# - the process group's `timeout` ends a collective that can never complete;
+# - `launch` has a wall-clock deadline of its own.
+#
+# You get the failing rank and its error:
 
 # %%
 try:
@@ -411,17 +447,19 @@ else:
     raise AssertionError("the crash was not reported")
 
 # %% [markdown]
-# And nothing is left running: the only child process of this kernel that may remain is Python's
-# `resource_tracker` helper, which multiprocessing keeps for the kernel's lifetime. (This check
-# sees the children of *this* kernel only. A kernel restart during a launch kills the kernel and
-# its workers together; the launch's temporary folder, which its cleanup would have removed, stays
-# behind, and the next `launch` removes it, and only folders of launches whose process is gone.)
+# And nothing is left running. The only child process of this kernel that may remain is Python's
+# `resource_tracker` helper, which multiprocessing keeps for the kernel's lifetime.
+#
+# Note: this check sees the children of *this* kernel only. A kernel restart during a launch kills
+# the kernel and its workers together. The launch's temporary folder, which its cleanup would have
+# removed, then stays behind. The next `launch` removes it (and only folders of launches whose
+# process is gone).
 
 # %%
 leftover = [p for p in psutil.Process().children(recursive=True)
             if "resource_tracker" not in " ".join(p.cmdline())]
 print("worker processes still running:", leftover)
-assert not leftover
+confirm(not leftover, "no worker process is left running after the crash")
 
 # %% [markdown]
 # ## 7. What changes when you scale
@@ -429,10 +467,14 @@ assert not leftover
 # ### The learning rate
 #
 # **Effective batch size** = per-rank batch × world size. With 8 GPUs and 32 samples each, one step
-# sees 256 samples, and an epoch has 8 times fewer steps. Section 4 showed that DDP with `W` ranks
-# computes the gradient of one batch `W` times larger, so one process can show the effect: ten
-# epochs of section 5's training with 4 samples per rank, on 1, 2 and 4 ranks, with the original
-# learning rate and with the learning rate multiplied by the world size (the *linear scaling rule*):
+# sees 256 samples, and an epoch has 8 times fewer steps.
+#
+# Section 4 showed that DDP with `W` ranks computes the gradient of one batch `W` times larger. So
+# one process can show the effect. We run ten epochs of section 5's training with 4 samples per
+# rank, on 1, 2 and 4 ranks:
+#
+# - with the original learning rate;
+# - with the learning rate multiplied by the world size (the *linear scaling rule*).
 
 # %%
 def final_loss(world_size: int, lr: float, epochs: int = 10, per_rank: int = 4) -> float:
@@ -454,16 +496,18 @@ for world_size in (1, 2, 4):
           f"{final_loss(world_size, lr=0.1 * world_size):.3f} with lr {0.1 * world_size:.1f}")
 
 # %% [markdown]
-# With the learning rate unchanged, more ranks learn less per epoch (fewer steps, of about the
-# same size as before). Scaling it with the world size brings 2 ranks close to the 1-rank loss, but
-# closes only part of the gap at 4 ranks: the rule is a starting point, not a law. Large runs pair it with a warm-up (notebook 07) and
-# retune.
+# With the learning rate unchanged, more ranks learn less per epoch: fewer steps, of about the same
+# size as before.
+#
+# Scaling it with the world size brings 2 ranks close to the 1-rank loss, but closes only part of
+# the gap at 4 ranks. The rule is a starting point, not a law. Large runs pair it with a warm-up
+# (notebook 07) and retune.
 #
 # ### Gradient accumulation: `no_sync`
 #
 # Accumulating gradients over several micro-batches per optimizer step (notebook 03) would
-# all-reduce after every micro-batch. `with model.no_sync():` skips the all-reduce for the
-# backward passes inside it; the first backward outside all-reduces the accumulated sum:
+# all-reduce after every micro-batch. `with model.no_sync():` skips the all-reduce for the backward
+# passes inside it. The first backward outside it all-reduces the accumulated sum:
 
 # %%
 print(inspect.getsource(ddp_lab.no_sync_gradients))
@@ -482,8 +526,9 @@ print("and they equal the big-batch gradients:",
 #
 # BatchNorm normalises with the statistics of the batch it sees, so under DDP each rank uses its
 # own shard's statistics. When per-rank batches are small, `nn.SyncBatchNorm` computes them over all
-# ranks; `nn.SyncBatchNorm.convert_sync_batchnorm(model)` swaps it in. It works with GPUs only,
-# as the worker found when it wrapped such a model in DDP on this CPU:
+# ranks; `nn.SyncBatchNorm.convert_sync_batchnorm(model)` swaps it in.
+#
+# It works with GPUs only, as the worker found when it wrapped such a model in DDP on this CPU:
 
 # %%
 print(results[0]["sync_batchnorm"])
@@ -492,8 +537,9 @@ print(results[0]["sync_batchnorm"])
 # ### A model too big for one device
 #
 # DDP keeps a full replica per rank, so it does not help when the model itself does not fit.
-# **Model parallelism** splits the model instead: each device stores some layers, activations
+# **Model parallelism** splits the model instead. Each device stores some layers; activations
 # travel forward from one device to the next, and the gradient of those activations travels back.
+#
 # The worker split the same `make_model()` into two stages, one per process, and sent the
 # activations with `dist.send`/`dist.recv`:
 
@@ -509,43 +555,78 @@ print("stage gradients == big-batch gradients:",
       all(torch.allclose(a, b, atol=1e-6) for a, b in zip(pipeline, big_batch)))
 
 # %% [markdown]
-# Each rank stores only its layers, and together they compute the single-process gradients
-# (to 1e-6). The price: rank 1 waits while rank 0 computes, and the other way round in the backward
+# Each rank stores only its layers, and together they compute the single-process gradients (to
+# 1e-6). The price: rank 1 waits while rank 0 computes, and the other way round in the backward
 # pass. *Pipeline parallelism* (`torch.distributed.pipelining`) feeds micro-batches through the
 # stages so that both work at once.
 #
 # **FSDP** (fully sharded data parallel, `torch.distributed.fsdp.fully_shard`) keeps data
 # parallelism but stores only a shard of every parameter, gradient and optimizer state on each
-# rank, gathering a layer's full weights just before it runs. It also works on CPUs with `gloo`:
-# `ddp_lab.fsdp_gradients` runs it on this model, and the course's tests check that the two ranks
-# store disjoint shards that add up to the full model while the gradients stay the big-batch
-# gradients. It is not run here only because its first call takes seconds per process.
+# rank. It gathers a layer's full weights just before the layer runs.
 #
-# **Logging and evaluation**: print and write from rank 0; all-reduce metrics first so rank 0
-# reports the global value, as the training loop above does once per epoch.
+# FSDP also works on CPUs with `gloo`: `ddp_lab.fsdp_gradients` runs it on this model. The course's
+# tests check that the two ranks store disjoint shards that add up to the full model, while the
+# gradients stay the big-batch gradients. It is not run here only because its first call takes
+# seconds per process.
+#
+# ### Parameters that get no gradient
+#
+# DDP expects every parameter to receive a gradient in every backward pass. A layer the forward
+# pass skips (a branch taken only for some inputs, a head used only in another phase) breaks that
+# rule. The next iteration then stops with a `RuntimeError`: *"Expected to have finished reduction
+# in the prior iteration before starting a new one. This error indicates that your module has
+# parameters that were not used in producing loss."*
+#
+# Two ways out:
+#
+# - `DDP(model, find_unused_parameters=True)`: after each forward, DDP walks the autograd graph and
+#   marks the parameters it will not see. That walk costs time in every iteration.
+# - `DDP(model, static_graph=True)`: when the *same* parameters are unused in every iteration, DDP
+#   learns which ones from the first iteration.
+#
+# Better still, when you can: leave parameters that never take part out of the model.
+#
+# ### Logging and evaluation
+#
+# Print and write from rank 0. All-reduce metrics first, so rank 0 reports the global value, as the
+# training loop above does once per epoch.
+#
+# The padding of section 2 matters here. With a padded `DistributedSampler`, a validation pass
+# counts a few samples twice: with 10 samples on 4 ranks, samples 0 and 1 are evaluated twice. The
+# accuracy is then that of 12 predictions, not 10. Three fixes:
+#
+# - `DistributedSampler(val_set, shuffle=False, drop_last=True)`: no duplicates, but the tail is
+#   not evaluated;
+# - all-gather each prediction with its sample index, then drop the duplicates before computing
+#   the metric;
+# - evaluate on rank 0 alone, with a plain `DataLoader` over the whole validation set.
 
 # %% [markdown]
 # ## 8. The same code on many GPUs and machines: `torchrun`
 #
-# On real hardware you do not spawn processes from a notebook: you launch a script with
-# **`torchrun`**, which starts one process per GPU, sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`,
-# `MASTER_ADDR` and `MASTER_PORT` for each, restarts failed workers if you ask it to
-# (`--max-restarts`), and makes `dist.init_process_group(backend)` find the others. The script
-# differs from single-device training in a handful of lines:
+# On real hardware you do not spawn processes from a notebook. You launch a script with
+# **`torchrun`**, which:
+#
+# - starts one process per GPU;
+# - sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR` and `MASTER_PORT` for each;
+# - restarts failed workers if you ask it to (`--max-restarts`);
+# - makes `dist.init_process_group(backend)` find the others.
+#
+# The script differs from single-device training in a handful of lines:
 #
 # ```python
 # import os, torch, torch.distributed as dist
 # from torch.nn.parallel import DistributedDataParallel as DDP
 # from torch.utils.data import DistributedSampler
 #
-# backend = "nccl" if torch.cuda.is_available() else "gloo"
-# dist.init_process_group(backend)                    # reads torchrun's variables
 # local_rank = int(os.environ["LOCAL_RANK"])           # which GPU of this machine
 # if torch.cuda.is_available():
-#     torch.cuda.set_device(local_rank)
 #     device = torch.device("cuda", local_rank)
+#     torch.cuda.set_device(device)                    # before the process group
+#     dist.init_process_group("nccl", device_id=device)   # reads torchrun's variables
 # else:
 #     device = torch.device("cpu")
+#     dist.init_process_group("gloo")
 # model = DDP(build_model().to(device), device_ids=[local_rank] if device.type == "cuda" else None)
 # sampler = DistributedSampler(train_set, shuffle=True)   # + sampler.set_epoch(epoch) every epoch
 # ...                                                      # the usual training loop
@@ -554,9 +635,14 @@ print("stage gradients == big-batch gradients:",
 # dist.destroy_process_group()
 # ```
 #
+# On GPUs, choose the device **before** creating the process group, and pass it as `device_id`.
+# That binds NCCL's communicator to the right GPU and creates it at once, so a broken NCCL setup
+# fails at this line instead of at the first collective. It also spares `dist.barrier()` from
+# guessing which GPU to use.
+#
 # The command lines. The first one works on any laptop: `course_utils/distributed.py` has a
-# `main()` that runs this lesson's training loop under `torchrun` (the course's tests run it that
-# way, inside an isolated network namespace that has only a loopback interface):
+# `main()` that runs this lesson's training loop under `torchrun`. (The course's tests run it that
+# way, inside an isolated network namespace that has only a loopback interface.)
 #
 # | where | command |
 # |---|---|
@@ -566,12 +652,12 @@ print("stage gradients == big-batch gradients:",
 # | a cluster with SLURM | the same line inside `srun`, with `HEAD_NODE_ADDRESS` taken from the job's first node |
 #
 # Nothing in the training code depends on how many processes there are: `WORLD_SIZE` grows, each
-# shard shrinks, the gradients are still the big-batch gradients. (This notebook does not run
-# `torchrun` itself: its rendezvous store listens on every network interface, and the course stays
-# off the network. The course's tests run the first command, inside a private network namespace.
-# `nccl` needs NVIDIA GPUs and is not run anywhere in this course: on GPUs it replaces `gloo` and
-# nothing else in the script changes.)
+# shard shrinks, and the gradients are still the big-batch gradients.
 #
+# Note: this notebook does not run `torchrun` itself. Its rendezvous store listens on every network
+# interface, and the course stays off the network; the course's tests run the first command, inside
+# a private network namespace. `nccl` needs NVIDIA GPUs and is not run anywhere in this course. On
+# GPUs it replaces `gloo`, and nothing else in the script changes.
 
 # %% [markdown]
 # ## Key points
@@ -581,27 +667,36 @@ print("stage gradients == big-batch gradients:",
 # - With equal shards and a mean loss, the averaged gradients equal the big-batch gradient
 #   (checked above to 1e-6); the replicas stay identical bit for bit.
 # - `DistributedSampler` pads so every rank runs the same number of steps; call `set_epoch(epoch)`
-#   or every epoch repeats the same order.
+#   or every epoch repeats the same order. In evaluation, the padding counts a few samples twice.
 # - Fork copies the running process (Linux); spawn starts a fresh one that imports its
 #   function by module and name (macOS, Windows): put worker functions in a module. `torchrun`
 #   starts fresh interpreters that each run your script from the top as `__main__`. Bound every
 #   wait with timeouts, and turn a dead rank into a clear error instead of a hang.
 # - Save once, from rank 0, with `model.module.state_dict()`; barrier before anyone reads it.
 # - DDP all-reduces buckets of gradients during `backward()`; `no_sync()` skips it for the
-#   micro-batches of an accumulation. More ranks mean a bigger effective batch: scale the learning
-#   rate as a starting point, then retune. SyncBatchNorm needs GPUs; a model too big for one device
-#   needs model parallelism or FSDP, which store only part of the parameters per rank.
-# - `torchrun` runs the same script on one CPU, 8 GPUs or 100 machines; `nccl` on GPUs, `gloo` on CPUs.
+#   micro-batches of an accumulation. Parameters that get no gradient need
+#   `find_unused_parameters=True` or `static_graph=True`.
+# - More ranks mean a bigger effective batch: scale the learning rate as a starting point, then
+#   retune. SyncBatchNorm needs GPUs; a model too big for one device needs model parallelism or
+#   FSDP, which store only part of the parameters per rank.
+# - `torchrun` runs the same script on one CPU, 8 GPUs or 100 machines; `nccl` on GPUs (set the
+#   device first, pass `device_id`), `gloo` on CPUs.
 #
 # ## Further reading
 #
-# - PyTorch docs: *Distributed Data Parallel* (design notes) and *DistributedDataParallel* (API).
-# - PyTorch docs: *torch.distributed* — backends, `init_process_group`, collectives, `FileStore`.
-# - PyTorch docs: *torchrun (Elastic Launch)*.
-# - PyTorch docs: *torch.utils.data.distributed.DistributedSampler*.
-# - PyTorch docs: *Multiprocessing best practices* (spawn and importable functions).
-# - PyTorch docs: *DDP Communication Hooks*, *torch.nn.SyncBatchNorm*, *Pipeline Parallelism*
+# - PyTorch docs: [Distributed Data Parallel](https://docs.pytorch.org/docs/stable/notes/ddp.html)
+#   (design notes) and [DistributedDataParallel](https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html)
+#   (API, including `find_unused_parameters` and `static_graph`).
+# - PyTorch docs: [torch.distributed](https://docs.pytorch.org/docs/stable/distributed.html):
+#   backends, `init_process_group`, collectives, `FileStore`.
+# - PyTorch docs: [torchrun (Elastic Launch)](https://docs.pytorch.org/docs/stable/elastic/run.html).
+# - PyTorch docs: [torch.utils.data.distributed.DistributedSampler](https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler).
+# - PyTorch docs: [Multiprocessing best practices](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html)
+#   (spawn and importable functions).
+# - PyTorch docs: [DDP Communication Hooks](https://docs.pytorch.org/docs/stable/ddp_comm_hooks.html),
+#   [torch.nn.SyncBatchNorm](https://docs.pytorch.org/docs/stable/generated/torch.nn.SyncBatchNorm.html),
+#   [Pipeline Parallelism](https://docs.pytorch.org/docs/stable/distributed.pipelining.html)
 #   (`torch.distributed.pipelining`).
-# - PyTorch tutorials: *Getting Started with Distributed Data Parallel*, *Getting Started with
-#   Fully Sharded Data Parallel (FSDP2)*.
-# - Next: `14_capstone.ipynb`.
+# - PyTorch tutorials: [Getting Started with Distributed Data Parallel](https://docs.pytorch.org/tutorials/intermediate/ddp_tutorial.html),
+#   [Getting Started with Fully Sharded Data Parallel (FSDP2)](https://docs.pytorch.org/tutorials/intermediate/FSDP_tutorial.html).
+# - Next: [14 · Capstone](14_capstone.ipynb).
