@@ -899,6 +899,20 @@ def _learner_frame(frame: traceback.FrameSummary) -> bool:
     return not any(part in frame.filename for part in ("course_utils", "site-packages", "/torch/"))
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ORT_PREFIX = re.compile(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*(?P<code>[A-Z_]+)\s*:\s*")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without terminal colour codes, and ONNX Runtime's error prefix in words.
+
+    >>> plain_text("\\x1b[1;31m[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions\\x1b[m")
+    'ONNX Runtime refused the call (INVALID_ARGUMENT): Got invalid dimensions'
+    """
+    text = _ANSI.sub("", str(text))
+    return _ORT_PREFIX.sub(lambda m: f"ONNX Runtime refused the call ({m.group('code')}): ", text)
+
+
 def _describe_exception(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = ""
@@ -907,7 +921,7 @@ def _describe_exception(exc: BaseException) -> str:
             line = (frame.line or "").strip()
             where = f" (in `{line}`)" if line else ""
             break
-    return f"{type(exc).__name__}: {exc}{where}"
+    return plain_text(f"{type(exc).__name__}: {exc}{where}")
 
 
 def _own_not_implemented(exc: BaseException) -> bool:
@@ -1116,7 +1130,7 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
                            f"  Replace {what} with your code and run the cell again.")
     if status == "ok":
         return CheckResult(exercise_id, "ok", f"[OK] {exercise_id}: {detail}.")
-    lines = [f"[FAIL] {exercise_id}: {detail}"]
+    lines = [f"[FAIL] {exercise_id}: {plain_text(detail)}"]
     if mistake is not None:
         lines.append(f"  Hint ({mistake.name}): {mistake.hint}")
     else:
