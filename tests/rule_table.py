@@ -28,6 +28,30 @@ class Rule:
 
 
 # --- wrong answers for rules no listed mistake breaks --------------------------------------------
+def _avg_float32(per_rank):
+    means = [torch.stack([g.float() for g in grads]).mean(dim=0) for grads in zip(*per_rank)]
+    return [[m.clone() for m in means] for _ in per_rank]
+
+
+def _avg_overwrites(per_rank):
+    world_size = len(per_rank)
+    for i in range(len(per_rank[0])):
+        total = sum(grads[i] for grads in per_rank)
+        for grads in per_rank:
+            grads[i] = total / world_size
+    return per_rank
+
+
+def _shard_tensor(n, rank, world_size):
+    from course_utils.checks.nb13 import shard_indices_reference
+
+    return torch.tensor(shard_indices_reference(n, rank, world_size))
+
+
+def _save_every_one_shortcut(rank, epoch, every):
+    return True if every == 1 else rank == 0 and (epoch + 1) % every == 0
+
+
 
 def _pg_exact_type(model, weight_decay):
     from course_utils.generalisation import NORM_LAYERS
@@ -512,14 +536,28 @@ RULES: dict[str, list[Rule]] = {
     "13.average_gradients": [R("divide by world_size", "sums without dividing by world_size"),
                              R("all-reduce across ranks", "keeps each rank's own gradients (no all-reduce)"),
                              R("one list per rank", "returns a single list instead of one per rank"),
-                             R("across ranks, not within", "averages within a rank instead of across ranks")],
+                             R("across ranks, not within", "averages within a rank instead of across ranks"),
+                             R("world_size = len(per_rank)", "divides by the number of gradients instead of the number of ranks"),
+                             R("any world_size", "hard-codes two ranks", "case 2: four ranks"),
+                             R("SUM, then divide (the mean)", "element-wise maximum (ReduceOp.MAX) instead of the mean"),
+                             R("in the gradients' dtype", _avg_float32, "cases 4 and 5: float64 and float16 gradients"),
+                             R("per_rank unchanged", _avg_overwrites, "every case: the state of per_rank")],
     "13.shard_indices": [R("by rank", "ignores rank (every rank gets the same samples: overlap)"),
                          R("padded", "drops the remainder without padding"), R("equal sizes", "unequal shard sizes (no padding)"),
-                         R("every world_size-th", "contiguous blocks instead of every world_size-th index")],
-    "13.should_save": [R("rank 0 only", "every rank saves"), R("epochs from 0", "off by one epoch")],
+                         R("repeated more than once if needed", "pads by repeating the start only once"),
+                         R("every world_size-th", "contiguous blocks instead of every world_size-th index"),
+                         R("a list of ints", _shard_tensor, "every case: the type of the result")],
+    "13.should_save": [R("rank 0 only", "every rank saves"), R("rank 0, not the others", "rank test inverted (every rank but rank 0 saves)"),
+                       R("rank 0 only, also with every=1", _save_every_one_shortcut, "case 10: rank 2 with every=1"),
+                       R("epochs from 0", "off by one epoch")],
     "13.unwrapped_state_dict": [R("no 'module.' prefix", "keeps the 'module.' prefix"),
                                 R("unwrapped models work", "fails on an unwrapped model"),
-                                R("a layer named 'module' is not a wrapper", "unwraps by attribute name (getattr(model, 'module', model))")],
+                                R("a layer named 'module' is not a wrapper", "unwraps by attribute name (getattr(model, 'module', model))"),
+                                R("nn.DataParallel too", "unwraps DistributedDataParallel only (not nn.DataParallel)"),
+                                R("a subclass of a wrapper too", "tests the exact type (a subclass of a wrapper is not unwrapped)"),
+                                R("the inner model's keys (only the leading prefix goes)", "replace('module.', '') removes every 'module.' in a key"),
+                                R("the inner model's keys (a prefix, not characters)", "str.lstrip('module.') strips characters, not the prefix"),
+                                R("the whole state dict (buffers too)", "parameters only (buffers missing)")],
     "14.config_from_args": [
         R("typed from the dataclass", "types not converted"), R("defaulted from the dataclass", "defaults lost"),
         R("booleans with parse_bool (False is False)", "type=bool"),
