@@ -283,6 +283,14 @@ def _epoch_list_of_losses(model, loader, loss_fn, optimizer, device):
     return float(sum(l.item() for l in losses)) / count
 
 
+def _loss_float32(step_losses):
+    return torch.stack([loss.detach() for loss in step_losses]).float().mean()
+
+
+def _loss_detach_in_place(step_losses):
+    return torch.stack([loss.detach_() for loss in step_losses]).mean()
+
+
 def _clip_item(x):
     norm = x.norm().item()
     return x / norm if norm > 1 else x.clone()
@@ -488,16 +496,34 @@ RULES: dict[str, list[Rule]] = {
                            R("a new generator per call", "same generator object returned by every call"),
                            R("python random", "python `random` not seeded"), R("numpy", "numpy not seeded"),
                            R("torch", "torch not seeded"), R("the generator seeded", "returned generator not seeded")],
-    "11.clip_norm": [R("no graph break (no Python if)", "Python if on a tensor value", "the torch.export inspection"),
-                     R("no .item()", _clip_item, "the torch.export inspection"),
-                     R("unchanged copy when norm <= 1", "always normalises"), R("the right branch", "branches swapped")],
+    "11.clip_norm": [R("no graph break (no Python if)", "Python if on a tensor value", "the inspection: host-read probe, then torch.export"),
+                     R("no .item()", _clip_item, "the inspection: host-read probe"),
+                     R("no .item() inside torch.where either", "reads a tensor value on the host (.item(), float())",
+                       "the inspection: host-read probe"),
+                     R("unchanged copy when norm <= 1", "always normalises"),
+                     R("the right branch", "branches swapped (or clamp(max=1) instead of clamp(min=1))"),
+                     R("x / x.norm(): the L2 norm", "L1 norm instead of the L2 norm"),
+                     R("x / x.norm(): the norm, not its square", "divides by the squared norm"),
+                     R("x / x.norm(): scaled, not clamped", "clamps each element instead of scaling by the norm"),
+                     R("the norm of the whole tensor, whatever its shape", "norm per row (dim=-1) instead of the norm of the whole tensor"),
+                     R("a copy for an all-zero x", "NaN for an all-zero input")],
     "11.mean_epoch_loss": [R("no .item() (no sync)", "calls .item() every step (a host-device sync each time)"),
-                           R("detached", "keeps the autograd graph (no detach)"), R("the mean", "sums instead of averaging")],
+                           R("detached", "keeps the autograd graph (no detach)"), R("the mean", "sums instead of averaging"),
+                           R("the mean: divided by len(step_losses)", "divides by len - 1"),
+                           R("the mean: every step weighs the same", "pairwise running average ((running + loss) / 2)"),
+                           R("in the losses' dtype", _loss_float32, "case 4: float64 losses"),
+                           R("the given tensors unchanged", _loss_detach_in_place, "every case: the state of step_losses")],
     "11.time_it": [R("warm-up calls", "forgets warm-up (times the first, compiling call)"),
                    R("sync after the warm-up", "does not sync after the warm-up (warm-up work leaks into the timing)"),
                    R("sync after the timed calls", "forgets synchronization (measures only the launches)"),
+                   R("sync not inside the timed loop", "syncs inside the timed loop"),
                    R("clock()", "reads the real clock instead of the clock argument"),
-                   R("per call", "returns the total instead of the time per call"), R("sync may be None", "calls sync when it is None")],
+                   R("warm-up untimed", "starts the clock before the warm-up (the warm-up is timed)"),
+                   R("per call", "returns the total instead of the time per call"),
+                   R("per timed call (repeats)", "divides by repeats + warmup"),
+                   R("the mean seconds per call", "the fastest call (min) instead of the mean"),
+                   R("returns the time", "returns fn()'s result instead of the time"),
+                   R("sync may be None", "calls sync when it is None")],
     "12.onnx_parity": [
         R("eval mode", "model left in training mode (no eval())"),
         R("it stays in eval mode", _onnx_back_to_train, "the train flags the reference leaves"),
