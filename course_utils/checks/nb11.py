@@ -2,9 +2,11 @@
 ``11.mean_epoch_loss``, ``11.clip_norm``.
 
 ``11.time_it`` runs the candidate on a fake asynchronous device (:class:`FakeAsyncDevice`, exact fake
-time); ``11.mean_epoch_loss`` hands it loss tensors of a subclass that counts device-to-host copies;
-``11.clip_norm`` first captures the candidate as one graph with ``torch.export`` (its ``inspect``) to catch a Python
-``if`` on a tensor value.
+time, steps of different lengths, ``sync()`` calls recorded); ``11.mean_epoch_loss`` hands it loss tensors
+of a subclass that counts device-to-host copies; ``11.clip_norm``'s ``inspect`` first runs the candidate
+on a tensor subclass that records host reads (``.item()``, ``float()``, ``bool()``), and only for a
+``bool()`` read or ``torch.cond`` captures it as one graph with ``torch.export`` to catch a Python ``if``
+on a tensor value (so a ``torch.where`` answer never pays for the compiler).
 """
 
 from __future__ import annotations
