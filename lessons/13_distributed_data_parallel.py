@@ -119,7 +119,9 @@ print("sum of shard gradients  == big-batch gradient:",
 #
 # Simulate what `dist.all_reduce(grad, op=ReduceOp.SUM)` followed by `grad /= world_size` leaves
 # on every rank. `per_rank[r][i]` is gradient `i` computed on rank `r`; return a list with, for
-# every rank, its list of averaged gradients.
+# every rank, its list of averaged gradients, in the gradients' own dtype. (A real `all_reduce`
+# overwrites each rank's tensors in place; here you return new ones and leave `per_rank` and its
+# tensors unchanged.)
 
 # %%
 def average_gradients(per_rank: list[list[torch.Tensor]]) -> list[list[torch.Tensor]]:
@@ -177,10 +179,11 @@ print("with set_epoch:   ", with_set_epoch)
 # %% [markdown]
 # ### Exercise 2 — `shard_indices`
 #
-# Write `shard_indices(n, rank, world_size)` returning the indices rank `rank` uses, exactly like
-# `DistributedSampler(shuffle=False)`: pad `range(n)` by repeating from its start until its length
-# is a multiple of `world_size`, then take every `world_size`-th index starting at `rank`. (The
-# padding may need to repeat the list more than once: `n=2`, `world_size=5`.)
+# Write `shard_indices(n, rank, world_size)` returning the indices rank `rank` uses, as a list of
+# ints, exactly like `DistributedSampler(shuffle=False)`: pad `range(n)` by repeating from its
+# start until its length is a multiple of `world_size`, then take every `world_size`-th index
+# starting at `rank`. (The padding may need to repeat the list more than once: `n=2`,
+# `world_size=5`.)
 
 # %%
 def shard_indices(n: int, rank: int, world_size: int) -> list[int]:
@@ -402,8 +405,8 @@ check("13.should_save", should_save)
 # `ddp_model.state_dict()` prefixes every key with `module.`; a plain model cannot load that.
 # Return the state dict of the model inside the wrapper when there is one, and the plain state dict
 # otherwise, so the same saving code works with and without DDP. Decide by the model's *type*
-# (`DistributedDataParallel` or `nn.DataParallel`), not by whether it has an attribute called
-# `module`: a plain model may well have a layer of that name.
+# (`DistributedDataParallel` or `nn.DataParallel`, or a subclass of either), not by whether it has
+# an attribute called `module`: a plain model may well have a layer of that name.
 
 # %%
 def unwrapped_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:

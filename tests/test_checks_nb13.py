@@ -35,7 +35,8 @@ def test_shard_indices_with_sampler_itself_passes() -> None:
     assert check("13.shard_indices", via_sampler).passed
 
 
-def test_average_gradients_in_place_all_reduce_style_passes() -> None:
+def test_average_gradients_must_leave_per_rank_unchanged() -> None:
+    """The task text says per_rank stays unchanged (a real all_reduce works in place; this simulation returns)."""
     def in_place(per_rank):
         for i in range(len(per_rank[0])):
             total = sum(grads[i] for grads in per_rank)
@@ -43,7 +44,9 @@ def test_average_gradients_in_place_all_reduce_style_passes() -> None:
                 grads[i] = total / len(per_rank)
         return per_rank
 
-    assert check("13.average_gradients", in_place).passed
+    result = check("13.average_gradients", in_place)
+    assert result.status == "fail" and "modified its input `per_rank`" in result.message, result.message
+    assert "Hint (" not in result.message, result.message  # no hint about averaging: the values are right
 
 
 def test_should_save_truthy_int_is_rejected() -> None:
@@ -52,17 +55,23 @@ def test_should_save_truthy_int_is_rejected() -> None:
 
 
 def test_wrapped_cases_behave_like_a_ddp_wrapper() -> None:
-    shells = [m for m in _unwrap_case_models() if isinstance(m, DistributedDataParallel)]
-    assert shells, "some cases hand over a DistributedDataParallel wrapper"
+    wrappers = (DistributedDataParallel, torch.nn.DataParallel)
+    shells = [m for m in _unwrap_case_models() if isinstance(m, wrappers)]
+    kinds = {type(m) for m in shells}
+    assert DistributedDataParallel in kinds and torch.nn.DataParallel in kinds, kinds
+    assert any(type(m) not in wrappers for m in shells), "a subclass of a wrapper is one of the cases"
     for shell in shells:
         assert list(shell.state_dict()) == [f"module.{key}" for key in shell.module.state_dict()]
     assert check("13.unwrapped_state_dict",
-                 lambda m: m.module.state_dict() if isinstance(m, torch.nn.parallel.DistributedDataParallel)
-                 else m.state_dict()).passed
+                 lambda m: m.module.state_dict() if isinstance(m, wrappers) else m.state_dict()).passed
+    ddp_only = check("13.unwrapped_state_dict",
+                     lambda m: m.module.state_dict() if isinstance(m, DistributedDataParallel) else m.state_dict())
+    assert ddp_only.status == "fail" and "Hint (unwraps DistributedDataParallel only" in ddp_only.message
 
 
 def test_unwrap_tests_the_type_not_the_attribute() -> None:
-    plain = next(m for m in _unwrap_case_models() if not isinstance(m, DistributedDataParallel)
+    plain = next(m for m in _unwrap_case_models()
+                 if not isinstance(m, (DistributedDataParallel, torch.nn.DataParallel))
                  and isinstance(getattr(m, "module", None), torch.nn.Module))  # a layer named `module`
     assert list(unwrapped_state_dict_reference(plain)) == ["module.weight", "module.bias", "head.weight", "head.bias"]
     inner = torch.nn.Linear(2, 1)
@@ -198,6 +207,7 @@ WRONG = [
     ("13.shard_indices", _shard("pad last"), ["expected [3, 7, 1]"]),
     ("13.shard_indices", _shard("pad once"), ["n=2, rank=4, world_size=5"]),
     ("13.shard_indices", _shard("floor plus one"), ["n=8, rank=1, world_size=2"]),
+    ("13.shard_indices", _shard("tensor"), ["expected a list of ints"]),
     ("13.should_save", _save("every rank"), ["rank == 0"]),
     ("13.should_save", _save("off by one"), ["epoch + 1"]),
     ("13.should_save", _save("precedence"), ["rank=0, epoch=0, every=2 expected False"]),
@@ -210,6 +220,7 @@ WRONG = [
     ("13.unwrapped_state_dict", _unwrap("hasattr"), ["test the type"]),
     ("13.unwrapped_state_dict", _unwrap("strip"), ["expected the keys"]),
     ("13.unwrapped_state_dict", _unwrap("replace"), ["expected the keys"]),
+    ("13.average_gradients", _avg("in place"), ["modified its input `per_rank`"]),
 ]
 
 
@@ -226,9 +237,7 @@ def test_learners_wrong_answers_fail_with_a_message_naming_the_fix(exercise_id, 
 RIGHT = [
     ("13.average_gradients", _avg("mean")),
     ("13.average_gradients", _avg("same list")),
-    ("13.average_gradients", _avg("in place")),  # like all_reduce itself
     ("13.shard_indices", _shard("modulo")),
-    ("13.shard_indices", _shard("tensor")),
     ("13.should_save", _save("remainder")),
     ("13.should_save", _save("not rank")),
     ("13.unwrapped_state_dict", _unwrap("isinstance")),
@@ -290,6 +299,11 @@ LEARNER_WRONG = [
     ("13.unwrapped_state_dict", """
         def unwrapped_state_dict(model):
             return (model.module if hasattr(model, "module") else model).state_dict()""", ["module.weight"]),
+    ("13.unwrapped_state_dict", """
+        def unwrapped_state_dict(model):
+            if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+                model = model.module
+            return model.state_dict()""", ["nn.DataParallel prefixes every key"]),
 ]
 
 LEARNER_RIGHT = [
@@ -318,11 +332,6 @@ LEARNER_RIGHT = [
         def shard_indices(n, rank, world_size):
             per = math.ceil(n / world_size)
             return (list(range(n)) * world_size)[:per * world_size][rank::world_size]"""),
-    ("13.unwrapped_state_dict", """
-        def unwrapped_state_dict(model):
-            if isinstance(model, torch.nn.parallel.DistributedDataParallel):
-                model = model.module
-            return model.state_dict()"""),
 ]
 
 

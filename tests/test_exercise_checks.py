@@ -251,7 +251,6 @@ CANNOT_MODIFY: dict[str, str] = {
     "10.seed_everything": "its only input is an int",
     "13.shard_indices": "its inputs are ints",
     "13.should_save": "its inputs are ints",
-    "13.average_gradients": "the task may overwrite `per_rank` (as all_reduce does)",
 }
 
 #: exercises that take a `device` but whose reference has no `.to(device)` a learner could forget

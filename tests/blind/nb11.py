@@ -100,7 +100,7 @@ def time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
     if sync is not None:
         sync()
     return (clock() - start) / repeats
-''', label="clock started before the warm-up", words=("clock before",), defect="message gives numbers only (expected/found); no hint names the warm-up calls being timed"),
+''', label="clock started before the warm-up", words=("clock before",)),
     Answer("11.time_it", "fail", _time(after_warm="pass", after_body="pass"), label="never calls sync", words=("sync",)),
     Answer("11.time_it", "fail", _time(after_warm="pass"), label="no sync after the warm-up", words=("warm",)),
     Answer("11.time_it", "fail", _time(after_body="pass"), label="no sync after the timed calls", words=("before reading the clock",)),
@@ -108,7 +108,7 @@ def time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
            label="reads the clock before the final sync", words=("before reading the clock",)),
     Answer("11.time_it", "fail", _time(result="return stop - start"), label="returns the total, not the mean", words=("repeats",)),
     Answer("11.time_it", "fail", _time(result="return (stop - start) / (repeats + warmup)"),
-           label="divides by repeats + warmup", words=("by `repeats`",), defect="message gives numbers only (expected/found); no hint names dividing by repeats + warmup"),
+           label="divides by repeats + warmup", words=("by `repeats`",)),
     Answer("11.time_it", "fail", _time(start="start = time.perf_counter()", stop="stop = time.perf_counter()"),
            label="uses time.perf_counter, not the clock argument", words=("clock()",)),
     Answer("11.time_it", "fail", _time(body="for _ in range(repeats - 1):\n        fn()"),
@@ -152,13 +152,13 @@ def time_it(fn, warmup=2, repeats=10, sync=None, clock=time.perf_counter):
             sync()
         times.append(clock() - t0)
     return min(times)
-''', label="best of the per-call times, sync around each call", words=("min(",), defect="message gives numbers only (expected/found); no hint names the minimum of per-call times instead of the mean"),
+''', label="best of the per-call times, sync around each call", words=("min(",)),
     Answer("11.time_it", "fail", _time(body="for _ in range(repeats):\n        if sync is not None:\n            sync()\n        fn()"),
-           label="syncs before every timed call as well", words=("sync",), defect="wrong answer accepted: sync called before every timed call (task: after the warm-up and after the timed calls)"),
+           label="syncs before every timed call as well", words=("sync",)),
     Answer("11.time_it", "fail", _time(after_warm="if sync:\n        sync", after_body="if sync:\n        sync"),
            label="writes `sync` without calling it", words=("sync()",)),
     Answer("11.time_it", "fail", _time(body="for _ in range(repeats):\n        out = fn()", result="return out"),
-           label="returns fn's result instead of the time", words=("fn()'s",), defect="hint says forgot return, but the function returns fn()'s result instead of the time"),
+           label="returns fn's result instead of the time", words=("fn()'s",)),
 
     # ------------------------------------------------------------------ 11.mean_epoch_loss: correct
     Answer("11.mean_epoch_loss", "ok", _mean("return torch.stack(step_losses).mean().detach()"),
@@ -207,7 +207,7 @@ def mean_epoch_loss(step_losses):
     Answer("11.mean_epoch_loss", "fail", _mean("values = torch.stack(step_losses).detach().tolist()\n    return torch.tensor(sum(values) / len(values))"),
            label=".tolist() then Python mean", words=(".tolist()",)),
     Answer("11.mean_epoch_loss", "fail", _mean("return (torch.stack(step_losses).sum() / (len(step_losses) - 1)).detach()"),
-           label="divides by len - 1", words=("len(step_losses)",), defect="message gives numbers only (expected/found); no hint names dividing by len - 1"),
+           label="divides by len - 1", words=("len(step_losses)",)),
     Answer("11.mean_epoch_loss", "fail", _mean("for loss in step_losses:\n        loss.detach_()\n    return torch.stack(step_losses).mean()"),
            label="detach_() on the caller's tensors", words=("detach_",)),
     Answer("11.mean_epoch_loss", "fail", _mean("return torch.tensor(step_losses).mean()"),
@@ -220,7 +220,7 @@ def mean_epoch_loss(step_losses):
     for loss in step_losses[1:]:
         running = (running + loss.detach()) / 2      # "running average"
     return running
-''', label="pairwise running average (weights the last steps more)", words=("running",), defect="message gives numbers only (expected/found); no hint names the pairwise running average"),
+''', label="pairwise running average (weights the last steps more)", words=("running",)),
     Answer("11.mean_epoch_loss", "fail", _mean("return torch.stack(step_losses).mean().clone()"),
            label="clone() instead of detach(): still in the graph", words=("detach",)),
 
@@ -253,28 +253,28 @@ def clip_norm(x: torch.Tensor) -> torch.Tensor:
            label=".item() in the condition", words=("host sync",)),
     Answer("11.clip_norm", "fail", _clip("return torch.cond(x.norm() > 1, lambda t: t / t.norm(), lambda t: t, (x,))"),
            label="torch.cond false branch returns its input itself", words=("clone",)),
-    Answer("11.clip_norm", "fail", _clip("return x.clamp(-1.0, 1.0)"), label="clamps each element to [-1, 1]", words=("element",), defect="message gives numbers only (expected/found); no hint names clamping each element instead of scaling by the norm"),
+    Answer("11.clip_norm", "fail", _clip("return x.clamp(-1.0, 1.0)"), label="clamps each element to [-1, 1]", words=("element",)),
     Answer("11.clip_norm", "fail", _clip("return x / x.norm()"), label="always normalises (also below norm 1)", words=("unchanged",)),
     Answer("11.clip_norm", "fail", _clip("norm = x.norm(dim=-1, keepdim=True)\n    return torch.where(norm > 1, x / norm, x)"),
-           label="row-wise norms instead of the norm of the whole tensor", words=("dim",), defect="wrong answer accepted: every input is 1-d, so a per-row norm passes"),
+           label="row-wise norms instead of the norm of the whole tensor", words=("dim",)),
     Answer("11.clip_norm", "fail", _clip("x /= torch.clamp(x.norm(), min=1.0)\n    return x"),
            label="divides x in place and returns it", words=("in place",)),
     Answer("11.clip_norm", "fail", _clip("norm = x.abs().sum()\n    return torch.where(norm > 1, x / norm, x)"),
-           label="L1 norm", words=("L2",), defect="message gives numbers only (expected/found); no hint names the L1 norm"),
+           label="L1 norm", words=("L2",)),
     Answer("11.clip_norm", "fail", _clip("sq = (x * x).sum()\n    return torch.where(sq > 1, x / sq, x)"),
-           label="divides by the squared norm", words=("squared",), defect="message gives numbers only (expected/found); no hint names dividing by the squared norm"),
+           label="divides by the squared norm", words=("squared",)),
     Answer("11.clip_norm", "fail", _clip("return x / torch.clamp(x.norm(), max=1.0)"),
-           label="clamp(max=1): scales small tensors up", words=("min=",), defect="hint names torch.cond branches swapped instead of clamp(max=1) (should be min=1)"),
+           label="clamp(max=1): scales small tensors up", words=("min=",)),
     Answer("11.clip_norm", "fail", _clip("norm = x.norm()\n    return torch.where(norm > 1, x / norm, x), norm"),
            label="returns (clipped, norm)", words=("tuple",)),
     Answer("11.clip_norm", "fail", _clip("n = float(x.norm())\n    return x / n if n > 1 else x.clone()"),
            label="float(x.norm()): a host sync", words=("host sync",)),
     Answer("11.clip_norm", "fail", _clip("norm = x.norm().item()\n    return torch.where(torch.tensor(norm > 1), x / norm, x)"),
-           label="torch.where but the norm taken with .item()", words=(".item()",), defect="wrong answer accepted: .item() (a host sync) inside torch.where is captured by torch.export and passes"),
+           label="torch.where but the norm taken with .item()", words=(".item()",)),
     Answer("11.clip_norm", "fail", _clip("return torch.renorm(x, p=2, dim=0, maxnorm=1.0)"),
            label="torch.renorm: clips every slice along dim 0 separately", words=("renorm",)),
     Answer("11.clip_norm", "fail", _clip("norm = x.norm()\n    return torch.where(norm > 1, x, x / norm)"),
            label="branches of torch.where swapped", words=("swapped",)),
     Answer("11.clip_norm", "fail", _clip("norm = x.norm()\n    over = (norm > 1).to(x.dtype)\n    return x / norm * over + x * (1 - over)"),
-           label="mask arithmetic: a zero tensor gives NaN (0/0 * 0)", words=("nan",), defect="wrong answer accepted: no zero input (norm 0 must come back as an unchanged copy, this answer gives NaN)"),
+           label="mask arithmetic: a zero tensor gives NaN (0/0 * 0)", words=("nan",)),
 ]

@@ -75,7 +75,7 @@ def average_gradients(per_rank):
     n = len(per_rank[0])
     means = [torch.stack(g).sum(0) / n for g in zip(*per_rank)]
     return [[m.clone() for m in means] for _ in per_rank]
-''', label="divides by the number of gradients, not the number of ranks", words=("len(per_rank)",), defect="message gives wrong values only; no hint names dividing by the number of gradients instead of the number of ranks"),
+''', label="divides by the number of gradients, not the number of ranks", words=("len(per_rank)",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     return [torch.stack(g).mean(0) for g in zip(*per_rank)]
@@ -83,7 +83,7 @@ def average_gradients(per_rank):
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     return [[sum(grads) / len(grads) for _ in grads] for grads in per_rank]
-''', label="averages the gradients within each rank", words=("ACROSS",), defect="exception only (size mismatch); no hint that gradient i is combined across ranks, not within a rank"),
+''', label="averages the gradients within each rank", words=("ACROSS",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     first = torch.stack([rank[0] for rank in per_rank]).mean(0)
@@ -100,7 +100,7 @@ def average_gradients(per_rank):
         for g in grads:
             g //= len(per_rank)
     return out
-''', label="grad //= world_size (floor division)", words=("floor",), defect="message gives wrong values only; no hint names floor division (//)"),
+''', label="grad //= world_size (floor division)", words=("floor",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     return torch.stack([torch.stack([torch.stack(g).mean(0) for g in zip(*per_rank)]) for _ in per_rank])
@@ -109,13 +109,13 @@ def average_gradients(per_rank):
 def average_gradients(per_rank):
     means = [(g[0] + g[1]) / 2 for g in zip(*per_rank)]
     return [[m.clone() for m in means] for _ in per_rank]
-''', label="hard-codes two ranks", words=("len(per_rank)",), defect="message gives wrong values only; no hint names the hard-coded 2 ranks (the case's world size is not shown)"),
+''', label="hard-codes two ranks", words=("len(per_rank)",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     world = len(per_rank)
     means = [sum(per_rank[r][i] for r in range(1, world)) / world for i in range(len(per_rank[0]))]
     return [[m.clone() for m in means] for _ in per_rank]
-''', label="sum skips rank 0 (range(1, world))", words=("every rank's",), defect="message gives wrong values only; no hint names rank 0 missing from the sum"),
+''', label="sum skips rank 0 (range(1, world))", words=("every rank's",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     means = [torch.stack(g).mean(0) for g in zip(*per_rank)]
@@ -125,12 +125,12 @@ def average_gradients(per_rank):
 def average_gradients(per_rank):
     maxima = [torch.stack(g).amax(0) for g in zip(*per_rank)]
     return [[m.clone() for m in maxima] for _ in per_rank]
-''', label="element-wise max (ReduceOp.MAX) instead of the mean", words=("mean",), defect="hint names keeping each rank's own gradients (no all-reduce) instead of max instead of mean"),
+''', label="element-wise max (ReduceOp.MAX) instead of the mean", words=("mean",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     means = [torch.stack([t.float() for t in g]).mean(0) for g in zip(*per_rank)]
     return [[m.clone() for m in means] for _ in per_rank]
-''', label="casts every gradient to float32 (other dtypes change)", words=("dtype",), defect="wrong answer accepted: no case with float64 or float16 gradients"),
+''', label="casts every gradient to float32 (other dtypes change)", words=("dtype",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     world = len(per_rank)
@@ -140,7 +140,7 @@ def average_gradients(per_rank):
             per_rank[r][i] = total / world
     return per_rank
 ''', label="writes the shared result into the caller's lists (one tensor object for all ranks)",
-        words=("modified",), defect="wrong answer accepted: the caller's per_rank lists are rewritten and all ranks share one tensor object"),
+        words=("modified",)),
     Answer("13.average_gradients", "fail", '''
 def average_gradients(per_rank):
     means = [torch.stack(g).mean(0) for g in zip(*per_rank)]
@@ -207,7 +207,7 @@ def shard_indices(n, rank, world_size):
     padding = (world_size - n % world_size) % world_size
     indices += indices[:padding]
     return indices[rank::world_size]
-''', label="pads with one copy of the start only: n=2, world_size=5 too short", words=("more than once",), defect="hint names no padding instead of padding repeated only once (n=2, world_size=5)"),
+''', label="pads with one copy of the start only: n=2, world_size=5 too short", words=("more than once",)),
     Answer("13.shard_indices", "fail", '''
 def shard_indices(n, rank, world_size):
     usable = n - n % world_size
@@ -239,7 +239,7 @@ def shard_indices(n, rank, world_size):
     indices = torch.arange(n)
     total = -(-n // world_size) * world_size
     return indices.repeat(total // max(n, 1) + 1)[:total][rank::world_size]
-''', label="returns a tensor, not a list of int", words=("list",), defect="wrong answer accepted: a tensor returned where the task says a list of int"),
+''', label="returns a tensor, not a list of int", words=("list",)),
     Answer("13.shard_indices", "fail", '''
 def shard_indices(n, rank, world_size):
     per = n // world_size + 1
@@ -319,7 +319,7 @@ def should_save(rank: int, epoch: int, every: int) -> bool:
     Answer("13.should_save", "fail", _save("rank == 0 and epoch % every == 0"), label="epoch % every == 0 (saves after epoch 0)",
            words=("epoch + 1",)),
     Answer("13.should_save", "fail", _save("(epoch + 1) % every == 0"), label="every rank saves", words=("rank == 0",)),
-    Answer("13.should_save", "fail", _save("rank != 0 and (epoch + 1) % every == 0"), label="rank test inverted", words=("rank == 0",), defect="hint names off by one epoch instead of the inverted rank test"),
+    Answer("13.should_save", "fail", _save("rank != 0 and (epoch + 1) % every == 0"), label="rank test inverted", words=("rank == 0",)),
     Answer("13.should_save", "fail", _save("rank == 0 or (epoch + 1) % every == 0"), label="or instead of and", words=("rank == 0",)),
     Answer("13.should_save", "fail", _save("rank == 0 and epoch > 0 and epoch % every == 0"), label="epochs every, 2*every, ... (skips 0 but off by one)",
            words=("epoch + 1",)),
@@ -345,7 +345,7 @@ def should_save(rank, epoch, every):
     return dist.get_rank() == 0 and (epoch + 1) % every == 0
 ''', label="asks torch.distributed for the rank (no process group here)", words=("process group",)),
     Answer("13.should_save", "fail", _save("True if every == 1 else (rank == 0 and (epoch + 1) % every == 0)"),
-           label="every=1 shortcut forgets the rank", words=("rank 0",), defect="wrong answer accepted: no case with every=1 on a rank other than 0"),
+           label="every=1 shortcut forgets the rank", words=("rank 0",)),
     Answer("13.should_save", "fail", _save("rank == 0 and epoch % every == 1"), label="epoch % every == 1 (right for every=2 only)",
            words=("every=1",)),
     Answer("13.should_save", "fail", _save("rank == 0 and epoch > 0 and (epoch + 1) % every == 0"),
@@ -418,7 +418,7 @@ def unwrapped_state_dict(model):
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         return model.module.state_dict()
     return model.state_dict()
-''', label="DDP only, DataParallel not unwrapped", words=("DataParallel",), defect="wrong answer accepted: no case wraps a model in nn.DataParallel"),
+''', label="DDP only, DataParallel not unwrapped", words=("DataParallel",)),
     Answer("13.unwrapped_state_dict", "fail", '''
 def unwrapped_state_dict(model):
     if isinstance(model, torch.nn.DataParallel):
@@ -430,13 +430,13 @@ def unwrapped_state_dict(model):
     if type(model) in (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel):
         return model.module.state_dict()
     return model.state_dict()
-''', label="type(model) in (...): a subclass of a wrapper not unwrapped", words=("subclass",), defect="wrong answer accepted: no case with a subclass of DistributedDataParallel / DataParallel"),
+''', label="type(model) in (...): a subclass of a wrapper not unwrapped", words=("subclass",)),
     Answer("13.unwrapped_state_dict", "fail", f'''
 def unwrapped_state_dict(model):
     if isinstance(model, {_WRAPPERS}):
         return {{k.replace("module.", ""): v for k, v in model.state_dict().items()}}
     return model.state_dict()
-''', label="replace('module.', '') also eats an inner layer named module", words=("module",), defect="wrong answer accepted: no case wraps a model that itself has a layer named module"),
+''', label="replace('module.', '') also eats an inner layer named module", words=("module",)),
     Answer("13.unwrapped_state_dict", "fail", f'''
 def unwrapped_state_dict(model):
     if isinstance(model, {_WRAPPERS}):
@@ -451,13 +451,13 @@ def unwrapped_state_dict(model):
 def unwrapped_state_dict(model):
     inner = model.module if isinstance(model, {_WRAPPERS}) else model
     return dict(inner.named_parameters())
-''', label="named_parameters: buffers missing", words=("buffer",), defect="message does not say what is wrong: expected and found key lists are truncated to the same first three keys; buffers not named"),
+''', label="named_parameters: buffers missing", words=("buffer",)),
     Answer("13.unwrapped_state_dict", "fail", f'''
 def unwrapped_state_dict(model):
     if isinstance(model, {_WRAPPERS}):
         return {{k.lstrip("module."): v for k, v in model.state_dict().items()}}
     return model.state_dict()
-''', label="str.lstrip('module.') strips characters, not the prefix", words=("lstrip",), defect="wrong answer accepted: no case with a key whose name after module. starts with one of the letters m,o,d,u,l,e"),
+''', label="str.lstrip('module.') strips characters, not the prefix", words=("lstrip",)),
     Answer("13.unwrapped_state_dict", "fail", f'''
 def unwrapped_state_dict(model):
     inner = model.module if isinstance(model, {_WRAPPERS}) else model
