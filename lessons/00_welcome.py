@@ -167,8 +167,7 @@ print("equal values:", torch.equal(first, second), "| one shared graph:", first.
 # Below, a model with a new data-dependent branch is defined, built, run forward and backward, all
 # timed together:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import time
 
 from torch import nn
@@ -238,8 +237,7 @@ for norm in (3.0, 20.0, 100.0):
 # depth change. (If the sliders do not show, e.g. on GitHub, the static picture below tells the
 # same story.)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from course_utils.widgets.dynamic_depth import depth_explorer, norm_trajectory
 
 explorer = depth_explorer()

@@ -279,8 +279,7 @@ print("bytes per element: float32", torch.float32.itemsize, "| float64", torch.f
 # Memory is half the story; float64 arithmetic is also slower. Time the same 512 × 512 matrix
 # product in both dtypes (best of 5 runs each, one thread):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import time
 
 a64, b64 = torch.randn(512, 512, dtype=torch.float64), torch.randn(512, 512, dtype=torch.float64)
@@ -434,8 +433,7 @@ check("01.to_device", to_device)
 # each call still crosses from PyTorch to Python. Measure the CPU cost here: accumulate a running
 # loss with `.item()` every step versus accumulating a tensor and converting once.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import time
 
 losses = torch.rand(20_000)
@@ -484,8 +482,7 @@ assert timings["vectorised"] < min(timings["with_item"], timings["once_at_the_en
 # the running loss on the GPU and converts once at the end. Each timing ends with
 # `torch.cuda.synchronize()`, so every version is timed until its GPU work is done.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from course_utils.devices import skip_unless_gpu
 
 on_gpu = skip_unless_gpu(

@@ -147,8 +147,7 @@ plt.show()
 _ = broadcast_explorer("8, 3, 32, 32", "3", static=True)
 plt.show()
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 explorer = broadcast_explorer("64, 1", "64")
 display(explorer)
 assert explorer.explanation is not None and explorer.explanation.result == (64, 64)

@@ -289,8 +289,7 @@ print("after y2 = 3x:", x.grad, "<- 2 + 3, not 3")
 _ = accumulation_stepper(["y = 2 * x", "y = 3 * x", "zero_grad", "y = 3 * x"], static=True)
 plt.show()
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 stepper = accumulation_stepper()
 display(stepper)
 assert stepper.accumulator.grad is None and "x.grad now: None" in stepper.text
@@ -555,8 +554,7 @@ print("no_grad features: head trained, head.weight.grad exists:", head.weight.gr
 # on this machine, the best of 15 interleaved runs, for the MLP above on its batch of 128 and for
 # a chain of 1000 operations on a tensor of 16 numbers:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import contextlib
 import time
 
@@ -703,8 +701,7 @@ print("exact gradient [1, 2, 3, 4], with noise:", w.grad)
 # ($\varepsilon \approx 10^{-16}$) is what gradient checks need. Measured on
 # $f(x) = \sin(x)\,e^x$ at $x = 0.7$, whose exact derivative is $(\cos x + \sin x)\,e^x$:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def f_scalar(t):
     return torch.sin(t) * torch.exp(t)
 

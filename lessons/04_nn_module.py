@@ -900,8 +900,7 @@ for sigma in (None, 0.02, fan_in ** -0.5, 0.1):                 # None: the defa
 # rendering (for readers without a live kernel) repeats the measurement on a deeper, narrower
 # net: 48 layers of width 128.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 explorer = init_explorer()
 display(explorer)
 assert all(abs(a - b) < 1e-5 for a, b in zip(activation_stds("kaiming", "relu"), relu_stds["kaiming"]))

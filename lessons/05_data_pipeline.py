@@ -257,8 +257,7 @@ def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> fl
         return (model(images.to(device)).argmax(dim=1).cpu() == labels).float().mean().item()
 
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 val_raw = to_float(as_batch(val_set))
 val_stats = val_raw.mean(dim=(0, 2, 3)), val_raw.std(dim=(0, 2, 3))
 variants = {
@@ -389,8 +388,7 @@ check("05.make_loaders", make_loaders)
 # decoding or augmentation, which needs a free CPU core). Starting workers costs time too, so
 # the loaders keep them alive between epochs (`persistent_workers=True`) and we time two epochs.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 few_val = TensorDataset(*val_tensors[:64])
 delay_s = 0.008
 floor = len(few_val) * delay_s  # the sleeps/busy loops alone, one after the other
@@ -467,8 +465,7 @@ print("ArrayImageDataset is defined in:", ArrayImageDataset.__module__, "(unreac
 # so set it from the device instead of hard-coding `True`. The cell below measures the copy
 # speed when a GPU is present.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 loader = DataLoader(train_tensors, batch_size=64, shuffle=True, pin_memory=device.type == "cuda")
 print("pin_memory:", loader.pin_memory)
 if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed", expect=(
@@ -626,8 +623,7 @@ plt.show()
 # Here the validation labels are shifted by one position, and the trained CNN is scored against
 # them:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 shifted_labels = val_labels.roll(1)  # label i now belongs to image i - 1
 all_val_images = val_tensors.tensors[0]
 aligned_acc, shifted_acc = accuracy(cnn, all_val_images, val_labels), accuracy(cnn, all_val_images, shifted_labels)

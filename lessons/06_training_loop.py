@@ -219,8 +219,7 @@ print(f"lowest reachable loss with softmax before the loss: {best_possible:.4f} 
 # fixed batch to almost zero within a few dozen steps. Same model initialisation, same batch,
 # with and without the extra softmax:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 one_batch = next(iter(DataLoader(train_data, batch_size=32)))
 
 
@@ -289,8 +288,7 @@ print("after zero_grad(set_to_none=False):", probe.weight.grad)
 # highest loss) and ends far above what a good learning rate reaches (ln(10) ≈ 2.30 is the loss
 # of guessing among 10 classes).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for lr in (1e-5, 1e-2, 1.0):
     losses = overfit_one_batch(softmax_first=False, lr=lr, steps=25)
     print(f"   lr={lr:g}: highest loss {max(losses):.4g}")
@@ -433,8 +431,7 @@ for epoch in range(9):
 # The explorer below lets you change the scheduler and its parameters, and where `step()` is
 # called; the static picture after it shows the four side by side.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 explorer = lr_schedule_explorer(epochs=10, steps_per_epoch=20)
 assert len(lr_curve("onecycle", epochs=10, steps_per_epoch=20)) == 200
 explorer
@@ -491,8 +488,7 @@ assert len(caught) == 1 and used[0] < 0.1
 # data is a small regression set whose noise has variance 0.01: no model can get its mean squared
 # error much below that.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 regression = regression_data(n=128, n_features=3, noise=0.1)
 rx, ry = regression.tensors
 
@@ -561,8 +557,7 @@ print(f"total norm returned: {before:.4f}, after clipping: {after:.4f}")
 # loss and gradient norm stay tensors and are converted once at the end; the score is the final
 # loss on the 126 correct rows.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 spiky_x = rx.clone()
 spiky_x[::64] *= 30  # rows 0 and 64 in the wrong unit
 correct_rows = torch.ones(len(rx), dtype=torch.bool)
@@ -659,8 +654,7 @@ def memory_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 cnn = make_cnn().to(device)
 epochs, max_norm = 4, 5.0
@@ -782,8 +776,7 @@ assert [round(value, 4) for _, value in scalars["epoch/val_acc"]] == [float(row[
 # add several seconds); its table is in `benchmarks/results/training_06.md`, where the best MLP
 # reached 22.9 % validation accuracy, and the 4-unit MLP stayed near chance at every rate.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from course_utils import training
 
 

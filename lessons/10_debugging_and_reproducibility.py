@@ -235,8 +235,7 @@ print("torch.empty(4):", torch.empty(4))
 # deterministic mode it must also write every element (the mode is still on; the cell switches it
 # off for one measurement and back on):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def time_empty(n: int = 4_000_000, repeats: int = 3) -> float:
     start = time.perf_counter()
     for _ in range(repeats):
@@ -273,8 +272,7 @@ print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
 # runs without and with deterministic mode (on a machine with a single core the threads rarely
 # interleave, and the first line may show one sum):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 values = torch.randn(2_000_000, generator=torch.Generator().manual_seed(0))
 slot = torch.zeros(2_000_000, dtype=torch.long)   # every value goes to slot 0
 torch.set_num_threads(2)
@@ -296,8 +294,7 @@ assert len(sums) == 1   # deterministic mode: the same sum every time
 # default. On a GPU machine the next cell shows the same
 # with `index_add_` on CUDA, where atomic additions are everywhere:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 if skip_unless_gpu("index_add_ with float atomics gives run-to-run differences on CUDA",
                    expect="with deterministic=False the 5 sums typically take 2 to 5 distinct values that "
                           "differ only in the last digits (on any recent NVIDIA GPU), and with "
@@ -352,8 +349,7 @@ print(f"math.fsum {exact:.17g}")
 # ran this notebook, a float32 sum of 2 million numbers with 1 and with 2 threads (your digits may
 # differ, which is the point); float64 is the reference:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 big = torch.randn(2_000_000, generator=torch.Generator().manual_seed(0)) * 100 + 3
 by_threads = {}
 for threads in (1, 2):

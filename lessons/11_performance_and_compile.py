@@ -191,8 +191,7 @@ with profile(activities=[ProfilerActivity.CPU]) as prof:
 # *including* everything it called) to see where the step goes; *self* time excludes the children.
 # The numbers vary from run to run and machine to machine; the ranking is what matters.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
 names = [event.key for event in prof.key_averages()]
 assert {"data", "forward", "backward", "optimizer", "aten::addmm"} <= set(names)
@@ -213,8 +212,7 @@ def stage_shares(prof) -> dict[str, float]:
     return {stage: totals[stage] / sum(totals.values()) for stage in STAGES}
 
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 slow_shares = stage_shares(prof)
 print({stage: f"{share:.0%}" for stage, share in slow_shares.items()})
 assert slow_shares["data"] > 0.5, slow_shares
@@ -227,8 +225,7 @@ assert slow_shares["data"] > 0.5, slow_shares
 # single indexing operation (a `BatchSampler` hands the dataset a list of 32 indices, and
 # `TensorDataset` indexes all its tensors with it) instead of 32 `__getitem__` calls plus a collate.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 slow = SlowFeatures()
 features = torch.stack([slow[i][0] for i in range(len(slow))])     # preprocess once
 cached = TensorDataset(features, slow.labels)
@@ -253,8 +250,7 @@ assert fast_shares["data"] < slow_shares["data"]
 # package). The cell below reads it while two loops run: one that keeps the GPU busy, and one that
 # waits 10 ms for every batch, as a slow data pipeline does.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def gpu_utilisation() -> int:
     """The driver's GPU-Util figure (0-100 %) for its last sample period."""
     try:
@@ -333,8 +329,7 @@ def count_item_calls(item_every_step: bool) -> int:
 print("aten::item calls in 10 steps, .item() every step:", count_item_calls(True))
 print("aten::item calls in 10 steps, tensor accumulator: ", count_item_calls(False))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 sync = device_sync(device)
 t_item = measure(lambda: train_steps(20, True), warmup=1, repeats=3, sync=sync)
 t_tensor = measure(lambda: train_steps(20, False), warmup=1, repeats=3, sync=sync)
@@ -356,8 +351,7 @@ assert t_item > 0 and t_tensor > 0
 # warns at every synchronising operation (`"error"` raises instead). It exists only for CUDA, so
 # the cell below runs on a GPU machine only.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 if skip_unless_gpu("torch.cuda.set_sync_debug_mode('warn') on .item() vs a tensor accumulator",
                    expect=("a UserWarning 'called a synchronizing CUDA operation' for .item(), and "
                            "no warning for the tensor accumulator")):
@@ -414,8 +408,7 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 compiled_gelu = torch.compile(gelu_tanh)
 x_big = torch.randn(1_000_000, device=device)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 start = time.perf_counter()
 y_compiled = compiled_gelu(x_big)          # capture + generate + compile + run
 if sync is not None:
@@ -454,8 +447,7 @@ assert first_call > compiled_s
 #   `torch._dynamo.reset()` has made this process forget every compiled function. The next cell
 #   measures the second case.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch._dynamo.reset()                       # forget every compiled function in this process
 start = time.perf_counter()
 torch.compile(gelu_tanh)(x_big)             # capture again; the generated code comes from the cache
@@ -533,8 +525,7 @@ eager_step = make_train_step(eager_net, torch.optim.SGD(eager_net.parameters(), 
 compiled_step = torch.compile(make_train_step(compiled_net,
                                               torch.optim.SGD(compiled_net.parameters(), lr=0.05)))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 first_steps = {}
 for name, step_fn in (("eager", eager_step), ("compiled", compiled_step)):
     start = time.perf_counter()
@@ -594,8 +585,7 @@ assert list(in_place.state_dict()) == list(make_small_mlp(device).state_dict())
 # it: the first times the same training step, eager and compiled; the second times a forward pass
 # in eager mode and with two compile modes.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 if skip_unless_gpu("the same training step, eager vs compiled, on a GPU", expect=(
         "typically, for this small MLP at batch 256 on a recent data-centre GPU (A100/H100 class), "
         "a first compiled step of several seconds to a minute, then a compiled step anywhere from somewhat "
@@ -616,8 +606,7 @@ if skip_unless_gpu("the same training step, eager vs compiled, on a GPU", expect
         print(f"{name:>8}: first step {gpu_first:6.2f} s, then {per_step * 1e3:.3f} ms per step")
         assert gpu_first > per_step
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 if skip_unless_gpu("mode='reduce-overhead' (CUDA graphs) on a small model's forward pass", expect=(
         "typically, at batch 64 on a recent data-centre GPU, tens of microseconds per call for "
         "eager and for the default compile, and clearly less (often 1.5-4x less) for "
