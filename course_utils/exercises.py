@@ -1083,7 +1083,8 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
         except _Timeout:
             return "fail", _timeout_message(ex, ex.inspect_time_limit), None
         if problem:
-            return "fail", problem, _inspected_mistake(ex, problem)
+            # an inspection that names its own hint needs no second one
+            return "fail", problem, None if "Hint (" in problem else _inspected_mistake(ex, problem)
     for number, factory in enumerate(ex.cases, start=1):
         run = _evaluate(ex, candidate, factory)
         if run.todo:

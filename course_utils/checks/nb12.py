@@ -472,7 +472,7 @@ register(Exercise(
                 "activations and BatchNorm normalises with the batch's statistics.",
                 _NO_EVAL, detect=lambda out, a, k: a[0].training),
         Mistake("gradients tracked (no inference_mode)",
-                "wrap the forward pass in `with torch.inference_mode():` (or torch.no_grad()): "
+                "wrap the forward pass in `with torch.inference_mode():`, as the task says: "
                 "no autograd graph is needed for inference.",
                 _predict_variant(grad=True),
                 detect=lambda out, a, k: isinstance(_probs_of(out), torch.Tensor) and _probs_of(out).requires_grad),
