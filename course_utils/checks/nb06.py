@@ -407,9 +407,6 @@ def _epoch_verify(out, ref, args, kwargs):
     if model.stale_backward:
         return ("backward() added this batch's gradients on top of older ones (the previous batch's, "
                 "or those the model arrived with): the gradients were not reset before backward()")
-    if loss_fn.graph_kept:
-        return ("the autograd graphs of earlier batches were still alive during later batches: the running "
-                "sum (or a list) holds `loss` itself, so every batch's graph stays chained to it")
     if _params_unchanged(model):
         return ("the parameters never changed: no update happened (is optimizer.step() missing, or "
                 "are the gradients cleared between backward() and step()?)")
@@ -417,6 +414,9 @@ def _epoch_verify(out, ref, args, kwargs):
         sizes = _batch_sizes(loader)
         return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
                 f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
+    if loss_fn.graph_kept:
+        return ("the autograd graphs of earlier batches were still alive during later batches: the running "
+                "sum (or a list) holds `loss` itself, so every batch's graph stays chained to it")
     return None
 
 
@@ -700,6 +700,7 @@ register(Exercise(
                 "add up the correct predictions and the samples over all batches, then divide once.",
                 _eval_batch_mean, detect=_mean_of_batch_accuracies),
     ],
+    free_flags=("model",),  # the task does not say which mode the model is left in
 ))
 
 
