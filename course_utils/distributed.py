@@ -43,6 +43,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import multiprocessing
 import os
 import shutil
 import socket
@@ -70,7 +71,13 @@ LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
 
 
 def default_start_method() -> str:
-    """``"fork"`` on Linux, ``"spawn"`` elsewhere (fork is unavailable on Windows and unsafe on macOS)."""
+    """``"fork"`` on Linux, ``"spawn"`` elsewhere (fork is unavailable on Windows and unsafe on macOS).
+
+    ``"spawn"`` on Linux too when the process forced it (``multiprocessing.set_start_method("spawn",
+    force=True)``, as the course's tests do to run the notebooks the way macOS and Windows do).
+    """
+    if multiprocessing.get_start_method(allow_none=True) == "spawn":
+        return "spawn"
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 

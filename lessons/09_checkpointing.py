@@ -60,6 +60,7 @@ import platform
 import random
 import re
 import sys
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -826,6 +827,14 @@ torch.save({"model": model.state_dict(), "best_metric": float(best), "versions":
 loaded = torch.load(workdir / "with_versions.pt", weights_only=True)  # plain values: loads fine
 differences = report_version_differences(loaded["versions"])
 assert len(differences) == 2 and loaded["best_metric"] == 0.25
+
+# %% [markdown]
+# The checkpoints have served their purpose. Remove this notebook's work folder, so that running
+# the notebook again and again leaves nothing behind:
+
+# %%
+shutil.rmtree(workdir)
+print("work folder removed:", not workdir.exists())
 
 # %% [markdown]
 # ## Key points
