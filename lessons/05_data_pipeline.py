@@ -447,7 +447,12 @@ assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sa
 # unpickles it in a fresh Python process, as a spawned worker does.
 
 # %%
-print("start method here:", torch.multiprocessing.get_start_method())
+# NBVAL_IGNORE_OUTPUT
+method = torch.multiprocessing.get_start_method()
+print("start method here:", method)  # fork on Linux (up to Python 3.13), spawn on macOS and Windows
+assert method in ("fork", "spawn", "forkserver")
+
+# %%
 payload = pickle.dumps(mine)  # the object, with its class recorded as module + name
 fresh = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
                        input=payload, capture_output=True)
