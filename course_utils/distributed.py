@@ -380,6 +380,9 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
     finally:
         spawn_log.setLevel(level)
         _stop(context)
+        for error_file in context.error_files:  # torch writes a failed rank's traceback there, and keeps it
+            if error_file and os.path.exists(error_file):
+                os.remove(error_file)
         results = [Path(folder) / f"rank{r}.pt" for r in range(world_size)]
         loaded = [torch.load(p, weights_only=True) if p.exists() else None for p in results]
         shutil.rmtree(folder, ignore_errors=True)
