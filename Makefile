@@ -27,7 +27,7 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: lab work reset test lint unit notebooks bench mutation nbgrader site clean
+.PHONY: lab work reset test lint unit notebooks bench mutation nbgrader site clean test-py313 test-spawn test-oldest-torch
 LINTED := course_utils tools tests benchmarks lessons conftest.py
 
 $(STAMP): requirements.txt pyproject.toml
@@ -118,5 +118,47 @@ MUTATION_ARGS ?= --jobs 2 --quiet
 mutation: $(STAMP)
 	$(BIN)/python -m tools.mutation $(MUTATION_ARGS)
 
+# --- Environments (README "Where the course runs"; CONTRIBUTING gives each leg's time) ----------
+# `make test-py313`: the unit tests and every notebook (strict nbval) under the newest supported
+# Python, in its own environment .venv313 (git-ignored; about 6 GB, torch from the package registry).
+# The browser test and tests/test_environments.py (spawn, no compiler, temporary files) stay on the
+# main leg: they test JupyterLab and the platform, not the Python version.
+PY313   ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
+VENV313 := .venv313
+STAMP313 := $(VENV313)/.installed
+$(STAMP313): requirements.txt requirements-instructor.txt pyproject.toml
+	test -x $(VENV313)/bin/python || $(PY313) -m venv $(VENV313)
+	$(VENV313)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV313)/bin/python -m pip install -r requirements.txt -r requirements-instructor.txt
+	$(VENV313)/bin/python -m pip install --no-deps -e .
+	touch $(STAMP313)
+
+test-py313: $(STAMP313)
+	$(VENV313)/bin/python -m pytest -n 2 --dist loadscope $(NBVAL) tests course_utils tools notebooks solutions \
+	  --ignore tests/test_browser.py --ignore tests/test_environments.py $(PYTEST_ARGS)
+
+# `make test-spawn`: the notebooks that start DataLoader workers or DDP ranks, with every process
+# started by spawn as on macOS and Windows (course_utils.netguard.kernel_env reads the variable).
+SPAWN_NOTEBOOKS := $(foreach n,05 10 13 14,$(wildcard solutions/$(n)_*.ipynb notebooks/$(n)_*.ipynb))
+test-spawn: $(INSTRUCTOR_STAMP)
+	COURSE_START_METHOD=spawn $(BIN)/python -m pytest -n 2 --dist loadscope $(NBVAL) $(SPAWN_NOTEBOOKS) $(PYTEST_ARGS)
+
+# `make test-oldest-torch`: every notebook, top to bottom, on the oldest supported torch
+# (OLDEST_TORCH, README), in its own environment .venv-oldest (git-ignored). Errors fail; printed
+# numbers may differ from the saved outputs (nbval-lax compares only cells marked for it).
+OLDEST_TORCH := torch==2.9.1 torchvision==0.24.1
+VENV_OLD := .venv-oldest
+STAMP_OLD := $(VENV_OLD)/.installed
+$(STAMP_OLD): requirements.txt pyproject.toml
+	test -x $(VENV_OLD)/bin/python || $(PYTHON) -m venv $(VENV_OLD)
+	$(VENV_OLD)/bin/python -m pip install --quiet --upgrade pip
+	grep -vE '^(torch|torchvision)==' requirements.txt > $(VENV_OLD)/requirements-no-torch.txt
+	$(VENV_OLD)/bin/python -m pip install $(OLDEST_TORCH) -r $(VENV_OLD)/requirements-no-torch.txt
+	$(VENV_OLD)/bin/python -m pip install --no-deps -e .
+	touch $(STAMP_OLD)
+
+test-oldest-torch: $(STAMP_OLD)
+	$(VENV_OLD)/bin/python -m pytest -n 2 --dist loadscope --nbval-lax --nbval-current-env notebooks solutions $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache runs
+	rm -rf $(VENV) $(VENV313) $(VENV_OLD) .pytest_cache runs

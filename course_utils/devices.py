@@ -83,3 +83,81 @@ def skip_unless_gpu(what: str, expect: str | None = None) -> bool:
     else:
         print("On a GPU machine this cell runs and prints its measurements.")
     return False
+
+
+#: What to install for ``torch.compile`` on the CPU, per platform (``sys.platform`` prefix).
+COMPILER_INSTALL = {
+    "linux": "a C++ compiler: g++ (Debian/Ubuntu: `sudo apt install g++`; Fedora: `sudo dnf install gcc-c++`)",
+    "darwin": "Apple's command line tools (`xcode-select --install`), which provide clang++",
+    "win32": ("Visual Studio Build Tools with the 'Desktop development with C++' workload, then start "
+              "Jupyter from a 'Developer PowerShell for VS' so that `cl` is on PATH"),
+}
+
+
+def cpp_compiler() -> str | None:
+    """The C++ compiler ``torch.compile`` (Inductor) would use here, or None when it finds none.
+
+    Inductor looks for ``$CXX``, else ``g++`` (``clang++`` on macOS, ``cl`` on Windows).
+
+    >>> cpp_compiler() is None or isinstance(cpp_compiler(), str)
+    True
+    """
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        return str(get_cpp_compiler())
+    except Exception:  # InvalidCxxCompiler, or a torch without this (internal) function
+        import os
+        import shutil
+        import sys
+
+        default = "cl" if sys.platform == "win32" else "clang++" if sys.platform == "darwin" else "g++"
+        found = shutil.which(os.environ.get("CXX") or default)
+        return found if found and _runs(found) else None
+
+
+def _runs(compiler: str) -> bool:
+    import subprocess
+
+    try:
+        subprocess.run([compiler, "--version"], capture_output=True, check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+def compiler_help() -> str:
+    """One sentence: what to install on this platform so that ``torch.compile`` finds a compiler."""
+    import sys
+
+    for prefix, what in COMPILER_INSTALL.items():
+        if sys.platform.startswith(prefix):
+            return f"To run it, install {what}, then restart the kernel."
+    return "To run it, install a C++ compiler (g++ or clang++) and put it on PATH, then restart the kernel."
+
+
+def skip_unless_compiler(what: str) -> bool:
+    """Return True when ``torch.compile`` can build code here; otherwise say why not and what to install.
+
+    ``torch.compile`` generates C++ (on the CPU) and needs a C++ compiler to build it. Use it as
+    ``if skip_unless_compiler("the compiled training step"): ...``: the cell runs where a compiler
+    exists and, elsewhere, prints one line naming what was skipped and one saying what to install.
+
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
+    ...     ran = skip_unless_compiler("the compiled step")
+    >>> ran or "install" in printed.getvalue()
+    True
+    >>> skip_unless_compiler(" ")
+    Traceback (most recent call last):
+    ...
+    ValueError: skip_unless_compiler(what=...) needs a short description of what the cell compiles, found ' '
+    """
+    if not isinstance(what, str) or not what.strip():
+        raise ValueError("skip_unless_compiler(what=...) needs a short description of what the cell "
+                         f"compiles, found {what!r}")
+    if cpp_compiler() is not None:
+        return True
+    print(f"Skipped on this machine (torch.compile found no C++ compiler): {what}.")
+    print(compiler_help())
+    return False

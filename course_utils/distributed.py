@@ -43,6 +43,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import multiprocessing
 import os
 import shutil
 import socket
@@ -70,7 +71,13 @@ LOOPBACK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
 
 
 def default_start_method() -> str:
-    """``"fork"`` on Linux, ``"spawn"`` elsewhere (fork is unavailable on Windows and unsafe on macOS)."""
+    """``"fork"`` on Linux, ``"spawn"`` elsewhere (fork is unavailable on Windows and unsafe on macOS).
+
+    ``"spawn"`` on Linux too when the process forced it (``multiprocessing.set_start_method("spawn",
+    force=True)``, as the course's tests do to run the notebooks the way macOS and Windows do).
+    """
+    if multiprocessing.get_start_method(allow_none=True) == "spawn":
+        return "spawn"
     return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
@@ -373,6 +380,9 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
     finally:
         spawn_log.setLevel(level)
         _stop(context)
+        for error_file in context.error_files:  # torch writes a failed rank's traceback there, and keeps it
+            if error_file and os.path.exists(error_file):
+                os.remove(error_file)
         results = [Path(folder) / f"rank{r}.pt" for r in range(world_size)]
         loaded = [torch.load(p, weights_only=True) if p.exists() else None for p in results]
         shutil.rmtree(folder, ignore_errors=True)

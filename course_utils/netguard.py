@@ -103,7 +103,8 @@ def kernel_env(ipython_dir: Path | None = None) -> dict[str, str]:
     """Environment variables for every kernel that executes a notebook (tests, authoring, benchmarks).
 
     The IPython dir holds a startup file that calls :func:`install`, so any attempt to reach a
-    non-local address fails the cell. The hash seed is fixed and progress bars refresh rarely,
+    non-local address fails the cell, and one that forces the multiprocessing start method when
+    ``COURSE_START_METHOD`` is set in the kernel's environment (``spawn``: as on macOS and Windows). The hash seed is fixed and progress bars refresh rarely,
     so saved outputs do not depend on the run.
     """
     if ipython_dir is None:
@@ -112,6 +113,15 @@ def kernel_env(ipython_dir: Path | None = None) -> dict[str, str]:
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-netguard.py").write_text(
         "import course_utils.netguard as _ng\n_ng.install()\ndel _ng\n")
+    # COURSE_START_METHOD=spawn (set by the test that runs the worker notebooks as macOS and
+    # Windows do) makes every DataLoader worker and DDP rank of the kernel start with that method.
+    (startup / "01-start-method.py").write_text(
+        "import os as _os\n"
+        "if _os.environ.get('COURSE_START_METHOD'):\n"
+        "    import multiprocessing as _mp\n"
+        "    _mp.set_start_method(_os.environ['COURSE_START_METHOD'], force=True)\n"
+        "    del _mp\n"
+        "del _os\n")
     return {
         "IPYTHONDIR": str(ipython_dir),
         "PYTHONHASHSEED": "0",

@@ -2,14 +2,15 @@
 
 Seeds every random generator, fixes the thread count (so printed numbers are identical on
 every run), sets print precision and plot defaults, and prints the versions once. Warns, once
-per kernel, when the installed torch is not the version the course's outputs were made with.
+per kernel, when the installed torch is not the version the course's outputs were made with, and
+says what to install when it is older than the oldest supported one (:data:`MIN_TORCH`).
 
 Example:
     >>> from course_utils.setup import setup, version_warning
     >>> info = setup(seed=0, verbose=False)
     >>> info["threads"], info["seed"]
     (1, 0)
-    >>> version_warning("2.14.1+cpu") is None, version_warning("2.5.0")[:40]
+    >>> version_warning("2.14.1+cpu") is None, version_warning("2.10.0")[:40]
     (True, 'This course was tested with torch 2.14.1')
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import warnings
 from typing import Any
 
@@ -26,13 +28,35 @@ PRINT_PRECISION = 4
 
 #: The torch version every saved output was produced with (requirements.txt pins it).
 TESTED_TORCH = "2.14.1"
+#: The oldest torch every notebook runs on, top to bottom (`make test-oldest-torch` runs them all
+#: on exactly this release, with the torchvision released with it).
+MIN_TORCH = "2.9.1"
+MIN_TORCHVISION = "0.24.1"
 _warned: set[str] = set()
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """``"2.9.1+cu128"`` -> ``(2, 9, 1)``; a pre-release (``2.15.0a0``) counts as its release."""
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    return tuple(int(part or 0) for part in found.groups()) if found else (0,)
+
+
 def version_warning(version: str) -> str | None:
-    """The warning for a torch ``version`` other than :data:`TESTED_TORCH` (build suffix ignored)."""
+    """The warning for a torch ``version`` other than :data:`TESTED_TORCH` (build suffix ignored).
+
+    Below :data:`MIN_TORCH` it is one line saying what to run; within the supported range, a
+    gentle note that printed details may differ from the saved outputs.
+
+    >>> print(version_warning("2.5.0"))  # doctest: +NORMALIZE_WHITESPACE
+    torch 2.5.0 is older than this course supports (2.9.1 or newer): run
+    pip install --upgrade "torch>=2.9.1" "torchvision>=0.24.1" (in a notebook: %pip install ...), then restart the kernel.
+    """
     if version.split("+")[0] == TESTED_TORCH:
         return None
+    if _release(version) < _release(MIN_TORCH):
+        return (f"torch {version} is older than this course supports ({MIN_TORCH} or newer): run "
+                f'pip install --upgrade "torch>={MIN_TORCH}" "torchvision>={MIN_TORCHVISION}" '
+                f"(in a notebook: %pip install ...), then restart the kernel.")
     return (f"This course was tested with torch {TESTED_TORCH}; this kernel has torch {version}. "
             f"Most cells still work, but some printed numbers, messages or warnings may differ "
             f"from the saved outputs.")
@@ -55,6 +79,10 @@ def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, An
     torch.set_printoptions(precision=PRINT_PRECISION, sci_mode=False)
     np.set_printoptions(precision=PRINT_PRECISION, suppress=True)
     _plot_defaults()
+    # torch.compile/export on exactly Python 3.13.0 warns once that its guards run slower there;
+    # it says nothing about the code, and would make the first compiling cell differ by patch release.
+    warnings.filterwarnings("ignore", message=r"Guards may run slower on Python 3\.13\.0",
+                            category=RuntimeWarning)
     message = version_warning(torch.__version__)
     if message and message not in _warned:
         _warned.add(message)

@@ -5,7 +5,8 @@ dataset. Where processes are started with *spawn* (the default on Windows and ma
 dataset is pickled, and a class defined in a notebook cell lives in ``__main__``, which
 the new process cannot import: the workers die with ``AttributeError: Can't get attribute
 'MyDataset' on <module '__main__'>``. Classes defined in an importable module, like the
-ones here, work with every start method.
+ones here, work with every start method (:class:`JitterDataset` and :func:`reseed_worker_rng`
+are notebook 10's worker-seeding example, here so that it runs the same on every platform).
 
 :class:`SlowDataset` wraps any dataset and makes each ``__getitem__`` slow on purpose:
 ``mode="wait"`` sleeps (like reading a file from a slow disk or the network),
@@ -16,6 +17,9 @@ Example:
     >>> slow = SlowDataset(list(range(5)), delay_s=0.001)
     >>> len(slow), slow[3]
     (5, 3)
+    >>> from course_utils.workers import JitterDataset
+    >>> JitterDataset()[3][:2]   # (index, worker id: -1 in the main process)
+    (3, -1)
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from torch.utils.data import Dataset
+import numpy as np
+from torch.utils.data import Dataset, get_worker_info
 
 
 class SlowDataset(Dataset):
@@ -63,3 +68,32 @@ def time_one_epoch(loader: Any) -> tuple[float, int]:
         first = batch[0] if isinstance(batch, (list, tuple)) else batch
         count += len(first)
     return time.perf_counter() - start, count
+
+
+class JitterDataset(Dataset):
+    """Eight items; each ``__getitem__`` draws one 'augmentation' from the dataset's own generator.
+
+    Item ``i`` is ``(i, worker id or -1 in the main process, jitter)``. The generator is a NumPy
+    generator stored in the dataset, which PyTorch does not re-seed per worker: every worker
+    gets a copy in the same state (fork copies it, spawn unpickles it).
+    """
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> tuple[int, int, float]:
+        info = get_worker_info()
+        return index, -1 if info is None else info.id, float(self.rng.random())
+
+
+def reseed_worker_rng(worker_id: int) -> None:
+    """A ``worker_init_fn``: give this worker's dataset its own generator, seeded from ``info.seed``.
+
+    ``get_worker_info().seed`` is the worker's ``base_seed + worker_id``, so the streams are
+    distinct per worker and repeatable when the loader has a seeded ``generator``.
+    """
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed)   # this worker's own, distinct stream

@@ -387,6 +387,9 @@ check("05.make_loaders", make_loaders)
 # 8 ms per sample, either waiting (like a slow disk or network read) or computing (like heavy
 # decoding or augmentation, which needs a free CPU core). Starting workers costs time too, so
 # the loaders keep them alive between epochs (`persistent_workers=True`) and we time two epochs.
+# On macOS and Windows workers start with *spawn* (see the caveat at the end of this section):
+# each one is a fresh Python that imports torch again, so there "epoch 1" includes a few seconds
+# of start-up per loader and only "epoch 2" measures loading.
 
 # %% tags=["nbval-ignore-output"]
 few_val = TensorDataset(*val_tensors[:64])
@@ -405,7 +408,9 @@ for mode in ("wait", "compute"):
         print(f"{mode:7}  num_workers={workers}: epoch 1 {first:.2f} s, epoch 2 {second:.2f} s "
               f"({second / count * 1e3:.1f} ms per sample, {count} samples)")
         del loader  # stops the persistent workers
-print(f"this machine: {os.cpu_count()} CPU cores")
+method = torch.multiprocessing.get_start_method()
+print(f"this machine: {os.cpu_count()} CPU cores; workers started with {method!r}"
+      + ("" if method == "fork" else " (a fresh Python per worker: epoch 1 includes its start-up)"))
 assert count == len(few_val)
 assert timings["wait", 2] < timings["wait", 0]
 assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sample really takes 8 ms
@@ -440,7 +445,12 @@ assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sa
 # unpickles it in a fresh Python process, as a spawned worker does.
 
 # %%
-print("start method here:", torch.multiprocessing.get_start_method())
+# NBVAL_IGNORE_OUTPUT
+method = torch.multiprocessing.get_start_method()
+print("start method here:", method)  # fork on Linux (up to Python 3.13), spawn on macOS and Windows
+assert method in ("fork", "spawn", "forkserver")
+
+# %%
 payload = pickle.dumps(mine)  # the object, with its class recorded as module + name
 fresh = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
                        input=payload, capture_output=True)

@@ -55,6 +55,7 @@ setup()
 
 import csv
 import math
+import shutil
 import tempfile
 import time
 import warnings
@@ -874,6 +875,15 @@ triage(v2.ToDtype(torch.float32, scale=True)(as_batch(train_set)[:32]), one_batc
 #
 # Notebook 10's training doctor runs these checks automatically on a model and a batch.
 #
+# The logs have served their purpose (copy `log_dir` elsewhere first if you want to keep them for
+# TensorBoard). Remove this notebook's log folder, so that running the notebook again and again
+# leaves nothing behind:
+
+# %%
+shutil.rmtree(log_dir)
+print("work folder removed:", not log_dir.exists())
+
+# %% [markdown]
 # ## Key points
 #
 # - The step is: move the batch, `zero_grad()`, forward, loss, `backward()`, (clip), `step()`,

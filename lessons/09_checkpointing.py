@@ -60,6 +60,7 @@ import platform
 import random
 import re
 import sys
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -899,6 +900,14 @@ loaded = torch.load(workdir / "with_versions.pt", weights_only=True)  # plain va
 differences = report_version_differences(loaded["versions"])
 confirm(len(differences) == 2 and loaded["best_metric"] == 0.25,
         "the two changed libraries are reported, and the plain float best_metric loads with weights_only=True")
+
+# %% [markdown]
+# The checkpoints have served their purpose. Remove this notebook's work folder, so that running
+# the notebook again and again leaves nothing behind:
+
+# %%
+shutil.rmtree(workdir)
+print("work folder removed:", not workdir.exists())
 
 # %% [markdown]
 # ## Key points

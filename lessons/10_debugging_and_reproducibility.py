@@ -50,6 +50,7 @@ from course_utils.setup import setup
 _ = setup()
 
 # %%
+import inspect
 import math
 import random
 import sys
@@ -61,7 +62,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader, Dataset, TensorDataset, get_worker_info
+from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.devices import skip_unless_gpu
 from course_utils.doctor import CODES, diagnose
@@ -145,27 +146,21 @@ for run in (1, 2):
 #   dataset, is **copied** into every worker with the same state: the workers produce identical
 #   "random" augmentations. Reproduced below, with two workers.
 #
-# (Worker processes are started with `fork` on Linux. On macOS and Windows they are started with
-# `spawn` and must import the dataset class from a `.py` file, so this cell falls back to
-# `num_workers=0` there.)
+# Worker processes are started with `fork` on Linux (a copy of this process, generator included)
+# and with `spawn` on macOS and Windows (a fresh Python that unpickles the dataset, generator
+# state included): the copies are identical either way. A spawned worker imports the dataset's
+# class by module and name, so a class defined in a notebook cell cannot be used there (notebook 05
+# shows the error). That is why `JitterDataset` lives in a `.py` file, `course_utils/workers.py`;
+# this is all of it:
 
 # %%
-class JitterDataset(Dataset):
-    """Eight items; each __getitem__ draws one 'augmentation' from the dataset's own generator."""
+from course_utils import workers as worker_examples
 
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng(0)
+print(inspect.getsource(worker_examples.JitterDataset))
 
-    def __len__(self) -> int:
-        return 8
-
-    def __getitem__(self, index: int):
-        info = get_worker_info()
-        return index, -1 if info is None else info.id, self.rng.random()
-
-
-context = "fork" if sys.platform.startswith("linux") else None
-workers = 2 if context else 0
+# %%
+JitterDataset = worker_examples.JitterDataset
+workers = 2
 
 
 def show(loader: DataLoader) -> list[tuple[int, int, float]]:
@@ -175,7 +170,7 @@ def show(loader: DataLoader) -> list[tuple[int, int, float]]:
     return rows
 
 
-loader = DataLoader(JitterDataset(), batch_size=2, num_workers=workers, multiprocessing_context=context)
+loader = DataLoader(JitterDataset(), batch_size=2, num_workers=workers)
 for index, worker, jitter in show(loader):
     print(f"item {index} from worker {worker}: jitter {jitter}")
 
@@ -187,16 +182,19 @@ for index, worker, jitter in show(loader):
 # With a seeded `generator` on the loader, the whole thing is distinct per worker *and*
 # repeatable:
 
+# (Like the dataset, a `worker_init_fn` must be importable by a spawned worker, so it lives in
+# `course_utils/workers.py` too.)
+
 # %%
-def worker_init_fn(worker_id: int) -> None:
-    info = get_worker_info()
-    info.dataset.rng = np.random.default_rng(info.seed)   # this worker's own, distinct stream
+print(inspect.getsource(worker_examples.reseed_worker_rng))
+
+# %%
+worker_init_fn = worker_examples.reseed_worker_rng
 
 
 def make_loader(seed: int) -> DataLoader:
     return DataLoader(JitterDataset(), batch_size=2, shuffle=True, num_workers=workers,
-                      multiprocessing_context=context, worker_init_fn=worker_init_fn,
-                      generator=torch.Generator().manual_seed(seed))
+                      worker_init_fn=worker_init_fn, generator=torch.Generator().manual_seed(seed))
 
 
 first, second = show(make_loader(seed=0)), show(make_loader(seed=0))

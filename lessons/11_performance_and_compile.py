@@ -21,6 +21,12 @@
 # tens of seconds for the compiler alone (section 4 prints each compile time as measured). A second
 # run reuses the compiled kernels from Inductor's on-disk cache and is much faster.
 #
+# **Needs a C++ compiler:** `torch.compile` builds the code it generates with one. On Linux that is
+# g++ (Debian/Ubuntu: `sudo apt install g++`); on macOS, Apple's command line tools
+# (`xcode-select --install`); on Windows, Visual Studio Build Tools with the "Desktop development
+# with C++" workload, with Jupyter started from a *Developer PowerShell for VS* so that `cl` is
+# found. Without a compiler the compile cells say so and skip; every other cell runs.
+#
 # ## You will learn (≈ 35 min)
 #
 # 1. Time code correctly: warm-up, synchronisation, mean per call.
@@ -64,7 +70,7 @@ from torch.nn import functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, TensorDataset
 
-from course_utils.devices import pick_device, skip_unless_gpu
+from course_utils.devices import pick_device, skip_unless_compiler, skip_unless_gpu
 from course_utils.exercises import check
 from course_utils.profiling import capture_messages, device_sync, quiet_backend_logs
 
@@ -409,26 +415,26 @@ compiled_gelu = torch.compile(gelu_tanh)
 x_big = torch.randn(1_000_000, device=device)
 
 # %% tags=["nbval-ignore-output"]
-start = time.perf_counter()
-y_compiled = compiled_gelu(x_big)          # capture + generate + compile + run
-if sync is not None:
-    sync()
-first_call = time.perf_counter() - start
+if skip_unless_compiler("the first compile of gelu_tanh, timed against eager"):
+    start = time.perf_counter()
+    y_compiled = compiled_gelu(x_big)          # capture + generate + compile + run
+    if sync is not None:
+        sync()
+    first_call = time.perf_counter() - start
 
-eager_s = measure(lambda: gelu_tanh(x_big), warmup=2, repeats=10, sync=sync)
-compiled_s = measure(lambda: compiled_gelu(x_big), warmup=2, repeats=10, sync=sync)
-builtin_s = measure(lambda: F.gelu(x_big, approximate="tanh"), warmup=2, repeats=10, sync=sync)
+    eager_s = measure(lambda: gelu_tanh(x_big), warmup=2, repeats=10, sync=sync)
+    compiled_s = measure(lambda: compiled_gelu(x_big), warmup=2, repeats=10, sync=sync)
+    builtin_s = measure(lambda: F.gelu(x_big, approximate="tanh"), warmup=2, repeats=10, sync=sync)
 
-print(f"first compiled call (compile + run): {first_call:8.2f} s")
-print(f"eager, ~10 separate ops:             {eager_s * 1e3:8.2f} ms per call")
-print(f"compiled, one fused kernel:          {compiled_s * 1e3:8.2f} ms per call "
-      f"(speed-up x{eager_s / compiled_s:.1f})")
-print(f"built-in F.gelu(approximate='tanh'): {builtin_s * 1e3:8.2f} ms per call")
-if eager_s > compiled_s:
-    print(f"compiling pays off after ~{first_call / (eager_s - compiled_s):,.0f} calls")
-assert torch.allclose(y_compiled, gelu_tanh(x_big), atol=1e-5)
-assert first_call > compiled_s
-
+    print(f"first compiled call (compile + run): {first_call:8.2f} s")
+    print(f"eager, ~10 separate ops:             {eager_s * 1e3:8.2f} ms per call")
+    print(f"compiled, one fused kernel:          {compiled_s * 1e3:8.2f} ms per call "
+          f"(speed-up x{eager_s / compiled_s:.1f})")
+    print(f"built-in F.gelu(approximate='tanh'): {builtin_s * 1e3:8.2f} ms per call")
+    if eager_s > compiled_s:
+        print(f"compiling pays off after ~{first_call / (eager_s - compiled_s):,.0f} calls")
+    assert torch.allclose(y_compiled, gelu_tanh(x_big), atol=1e-5)
+    assert first_call > compiled_s
 
 # %% [markdown]
 # How to read your numbers:
@@ -448,14 +454,15 @@ assert first_call > compiled_s
 #   measures the second case.
 
 # %% tags=["nbval-ignore-output"]
-torch._dynamo.reset()                       # forget every compiled function in this process
-start = time.perf_counter()
-torch.compile(gelu_tanh)(x_big)             # capture again; the generated code comes from the cache
-if sync is not None:
-    sync()
-again = time.perf_counter() - start
-print(f"first compile {first_call:.2f} s, same function compiled again {again:.2f} s")
-assert again < first_call
+if skip_unless_compiler("compiling gelu_tanh again from the on-disk cache"):
+    torch._dynamo.reset()                       # forget every compiled function in this process
+    start = time.perf_counter()
+    torch.compile(gelu_tanh)(x_big)             # capture again; the generated code comes from the cache
+    if sync is not None:
+        sync()
+    again = time.perf_counter() - start
+    print(f"first compile {first_call:.2f} s, same function compiled again {again:.2f} s")
+    assert again < first_call
 
 # %% [markdown]
 # **Changing shapes.** A compiled function is specialised to what it saw: its guards check every
@@ -526,30 +533,32 @@ compiled_step = torch.compile(make_train_step(compiled_net,
                                               torch.optim.SGD(compiled_net.parameters(), lr=0.05)))
 
 # %% tags=["nbval-ignore-output"]
-first_steps = {}
-for name, step_fn in (("eager", eager_step), ("compiled", compiled_step)):
-    start = time.perf_counter()
-    with capture_messages():                    # Dynamo notes that it skips the optimizer's profiler label
-        step_fn(x_fixed, y_fixed)               # compiled: capture + generate + compile + run
-    if sync is not None:
-        sync()
-    first_steps[name] = time.perf_counter() - start
+if skip_unless_compiler("the compiled training step, timed against eager"):
+    first_steps = {}
+    for name, step_fn in (("eager", eager_step), ("compiled", compiled_step)):
+        start = time.perf_counter()
+        with capture_messages():                    # Dynamo notes that it skips the optimizer's profiler label
+            step_fn(x_fixed, y_fixed)               # compiled: capture + generate + compile + run
+        if sync is not None:
+            sync()
+        first_steps[name] = time.perf_counter() - start
 
-eager_step_s = measure(lambda: eager_step(x_fixed, y_fixed), warmup=3, repeats=100, sync=sync)
-compiled_step_s = measure(lambda: compiled_step(x_fixed, y_fixed), warmup=3, repeats=100, sync=sync)
-print(f"first step: eager {first_steps['eager'] * 1e3:.1f} ms, compiled {first_steps['compiled']:.2f} s")
-print(f"steady state: eager {eager_step_s * 1e3:.3f} ms, compiled {compiled_step_s * 1e3:.3f} ms per step "
-      f"(speed-up x{eager_step_s / compiled_step_s:.2f})")
-if eager_step_s > compiled_step_s:
-    print(f"compiling the step pays off after ~{first_steps['compiled'] / (eager_step_s - compiled_step_s):,.0f} steps")
-else:
-    print("on this machine the compiled step is not faster: compiling it never pays off here")
-assert first_steps["compiled"] > compiled_step_s   # the first call includes the compile
+    eager_step_s = measure(lambda: eager_step(x_fixed, y_fixed), warmup=3, repeats=100, sync=sync)
+    compiled_step_s = measure(lambda: compiled_step(x_fixed, y_fixed), warmup=3, repeats=100, sync=sync)
+    print(f"first step: eager {first_steps['eager'] * 1e3:.1f} ms, compiled {first_steps['compiled']:.2f} s")
+    print(f"steady state: eager {eager_step_s * 1e3:.3f} ms, compiled {compiled_step_s * 1e3:.3f} ms per step "
+          f"(speed-up x{eager_step_s / compiled_step_s:.2f})")
+    if eager_step_s > compiled_step_s:
+        print(f"compiling the step pays off after ~{first_steps['compiled'] / (eager_step_s - compiled_step_s):,.0f} steps")
+    else:
+        print("on this machine the compiled step is not faster: compiling it never pays off here")
+    assert first_steps["compiled"] > compiled_step_s   # the first call includes the compile
 
 # %%
-for p_eager, p_compiled in zip(eager_net.parameters(), compiled_net.parameters()):
-    torch.testing.assert_close(p_compiled, p_eager, rtol=1e-4, atol=1e-5)
-print("after", 1 + 3 + 100, "steps each: compiled and eager weights agree")
+if skip_unless_compiler("comparing the compiled step's weights with eager ones"):
+    for p_eager, p_compiled in zip(eager_net.parameters(), compiled_net.parameters()):
+        torch.testing.assert_close(p_compiled, p_eager, rtol=1e-4, atol=1e-5)
+    print("after", 1 + 3 + 100, "steps each: compiled and eager weights agree")
 
 # %% [markdown]
 # The two ways of compiling a model differ when you save it. `torch.compile(model)` returns a

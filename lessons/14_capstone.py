@@ -103,7 +103,7 @@ print("parse_bool('False') ->", parse_bool("False"))
 # ends on a bad command line):
 
 # %%
-strict = argparse.ArgumentParser(exit_on_error=False)
+strict = argparse.ArgumentParser()  # the default parser exits on a bad command line
 strict.add_argument("--lr", type=float, default=0.003)
 known, unknown = strict.parse_known_args(["--learning-rate", "0.1"])
 print("parse_known_args: lr =", known.lr, " ignored:", unknown)
@@ -395,6 +395,14 @@ model = project.build_model()
 optimizer = torch.optim.Adam(model.parameters(), lr=Config().lr)
 batch = project.load_split("train", 32, seed=0)
 diagnose(model, nn.CrossEntropyLoss(), optimizer, batch)
+
+# %% [markdown]
+# The run folders, checkpoints and exported model have served their purpose. Remove this
+# notebook's work folder, so that running the notebook again and again leaves nothing behind:
+
+# %%
+shutil.rmtree(workdir)
+print("work folder removed:", not workdir.exists())
 
 # %% [markdown]
 # ## Key points

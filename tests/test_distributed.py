@@ -151,12 +151,15 @@ def test_a_killed_launch_leaves_a_folder_that_the_next_launch_removes(tmp_path: 
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_crashing_rank_is_reported_not_hung(method: str) -> None:
+def test_a_crashing_rank_is_reported_not_hung(method: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where launch and torch write their files
     start = time.monotonic()
     with pytest.raises(d.WorkerFailed, match="rank 1 failed with ValueError: corrupted batch"):
         d.launch(d.crash_worker, world_size=2, timeout_s=170, start_method=method)
     assert time.monotonic() - start < 170
     assert not _workers_left()
+    # nothing left behind: neither launch's folder nor torch's error file of the crashed rank
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("method", METHODS)
