@@ -95,6 +95,39 @@ class OddNames(nn.Module):
         return self.out(self.norm(self.scale_layer(self.body(x))) * self.gain)
 
 
+class _ScaledLayerNorm(nn.LayerNorm):
+    """A project's own norm layer: a subclass, so an instance of nn.LayerNorm, but not of that exact type."""
+
+
+class _Shift(nn.Module):
+    """A custom layer whose parameter is registered under the name ``bias``."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.bias
+
+
+class Subclassed(nn.Module):
+    """A norm-layer subclass, a ``bias`` on a custom layer and on the model itself (full name ``bias``),
+    and 1-d parameters whose names end in ``_bias`` but are not called ``bias`` (so they are decayed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.post = _ScaledLayerNorm(4)
+        self.shift = _Shift(4)
+        self.rel_bias = nn.Parameter(torch.randn(4))
+        self.bias = nn.Parameter(torch.randn(4))
+        self.out_bias = nn.Parameter(torch.randn(4))
+        self.scale = nn.Parameter(torch.ones(4))  # 1-d, not a bias, not in a norm layer: decayed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.shift(self.post(self.fc(x) + self.rel_bias)) * self.scale + self.bias + self.out_bias
+
+
 def _no_bias_model() -> nn.Module:
     return nn.Sequential(nn.Linear(4, 6, bias=False), nn.LayerNorm(6, bias=False), nn.ReLU(),
                          nn.Linear(6, 2, bias=False))
@@ -112,7 +145,7 @@ def _groups_cases():
     def case(make, seed: int, weight_decay: float):
         return lambda: ((_seeded(make, seed)(), weight_decay), {})
     return [case(TinyMLP, 0, 0.1), case(SmallCNN, 1, 0.05), case(TiedLM, 2, 0.01), case(OddNames, 3, 0.2),
-            case(_no_bias_model, 4, 0.3)]
+            case(_no_bias_model, 4, 0.3), case(Subclassed, 5, 0.1)]
 
 
 def _role(model: nn.Module) -> dict[int, tuple[str, str, str]]:
@@ -308,7 +341,27 @@ def _one_d_not_decayed(out, args, kwargs) -> bool:
     if not found:
         return False
     return any(role == "decay" and pid in one_d and pid in found and abs(found[pid][0][1]) < 1e-12
-               for pid, (_, _, role) in roles.items())
+               and "bias" not in name.rsplit(".", 1)[-1] for pid, (name, _, role) in roles.items())
+
+
+def _bias_by_pattern(out, args, kwargs) -> bool:
+    """A parameter whose name only *ends* in bias (``rel_bias``) left undecayed."""
+    roles, found = _roles_found(out, args)
+    return bool(found) and any(
+        role == "decay" and pid in found and abs(found[pid][0][1]) < 1e-12
+        and name.rsplit(".", 1)[-1] != "bias" and "bias" in name.rsplit(".", 1)[-1]
+        for pid, (name, _, role) in roles.items())
+
+
+def _groups_bias_by_pattern(model, weight_decay):
+    decay, no_decay, seen = [], [], set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            (no_decay if isinstance(module, NORM_LAYERS) or name.endswith("bias") else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 def _embedding_not_decayed(out, args, kwargs) -> bool:
@@ -502,6 +555,10 @@ register(Exercise(
                 "norm layers too): test the module, isinstance(module, NORM_LAYERS), while walking "
                 "model.modules() with named_parameters(recurse=False).",
                 _groups_by_name, detect=_by_name),
+        Mistake("bias found by a name pattern (`*bias`)",
+                "the rule is the parameter's own registered name, exactly `bias`: `rel_bias` or `out_bias` "
+                "are ordinary weights and are decayed; test name == 'bias', not endswith/in.",
+                _groups_bias_by_pattern, detect=_bias_by_pattern),
         Mistake("rule by shape (p.ndim < 2)",
                 "`p.ndim < 2` is a popular shortcut, and this task's rule is by layer instead: a 1-d "
                 "parameter that is neither a bias nor in a norm layer (here `gain`) is decayed; decide "
@@ -555,10 +612,12 @@ class ScriptedTraining:
         self.losses = list(losses)
         self.epochs = 0
         self.states: list[dict[str, torch.Tensor]] = []
+        self.calls: list[str] = []  # "train" / "validate", in the order they came
 
     def train_epoch(self, model: nn.Module) -> None:
         if self.epochs >= len(self.losses):
             raise RuntimeError("train_epoch was called more often than max_epochs")
+        self.calls.append("train")
         self.epochs += 1
         with torch.no_grad():
             for index, value in enumerate(model.state_dict().values()):
@@ -569,6 +628,7 @@ class ScriptedTraining:
     def validate(self, model: nn.Module) -> float:
         if self.epochs == 0:
             raise RuntimeError("validate was called before the first train_epoch")
+        self.calls.append("validate")
         return self.losses[self.epochs - 1]
 
 
@@ -622,6 +682,11 @@ def _stopping_verify(out, ref, args, kwargs):
         return (f"with patience={patience} and these validation losses {script.losses[:ref_epochs + 1]}, "
                 f"expected training to stop after epoch {ref_epochs}, found it stopped after epoch "
                 f"{script.epochs}")
+    if script.calls != ["train", "validate"] * script.epochs:
+        trains, validations = script.calls.count("train"), script.calls.count("validate")
+        return (f"expected train_epoch(model) then validate(model) once each per epoch ({script.epochs} epochs: "
+                f"{script.epochs} calls of each, alternating), found {trains} train_epoch and {validations} "
+                f"validate calls in the order {' '.join(script.calls[:8])}{' ...' if len(script.calls) > 8 else ''}")
     if out != ref:
         return f"expected the best epoch to be epoch {ref} (epochs count from 1), found {out}"
     best = script.states[ref - 1]
