@@ -594,6 +594,23 @@ def layer_output_stds_reference(model: nn.Module, x: torch.Tensor) -> dict[str, 
     return _stds_with_hooks(model, x)
 
 
+def _stds_variance(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    return {name: std ** 2 for name, std in _stds_with_hooks(model, x).items()}
+
+
+def _is_variance(out, args, kwargs) -> bool:
+    if not isinstance(out, dict):
+        return False
+    _CHECKER_FORWARD[0] = True
+    try:
+        want = _stds_with_hooks(*args)
+    finally:
+        _CHECKER_FORWARD[0] = False
+    return (sorted(out) == sorted(want) and all(isinstance(v, float) for v in out.values())
+            and any(abs(want[k] - 1) > 1e-3 for k in want)
+            and all(math.isclose(out[k], want[k] ** 2, rel_tol=1e-4, abs_tol=1e-6) for k in want))
+
+
 def _stds_twice(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
     with torch.no_grad():
         model(x)                     # a warm-up pass: the model runs twice
@@ -779,6 +796,9 @@ register(Exercise(
                 "module._forward_hooks.clear() also removes hooks that were there before your call; keep the "
                 "handles register_forward_hook returns and call handle.remove() on each.",
                 _stds_clear_hooks, detect=lambda out, a, k: _own_hook_removed(a[0])),
+        Mistake("variance instead of std",
+                "output.var() is the SQUARE of the std; the task asks for output.std().",
+                _stds_variance, detect=_is_variance),
         Mistake("returns tensors instead of floats",
                 "turn each 0-d tensor into a Python number with .item().",
                 lambda model, x: _stds_with_hooks(model, x, as_float=False),
