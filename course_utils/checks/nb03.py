@@ -558,6 +558,42 @@ def _fd_expected(args, kwargs) -> torch.Tensor:
     return finite_difference_grad_reference(args[0], args[0].x_before, kwargs["eps"])
 
 
+def _fd_rows(f, x, eps=1e-6):
+    grad = torch.zeros_like(x)
+    for i in range(len(x)):
+        step = torch.zeros_like(x)
+        step[i] = eps                                          # the whole row i at once
+        grad[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def _fd_first_len(f, x, eps=1e-6):
+    grad = torch.zeros_like(x)
+    for i in range(len(x)):                                    # only the first len(x) elements
+        step = torch.zeros_like(x)
+        step.view(-1)[i] = eps
+        grad.view(-1)[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def _fd_all_but_last(f, x, eps=1e-6):
+    grad = torch.zeros_like(x)
+    for i in range(x.numel() - 1):
+        step = torch.zeros_like(x)
+        step.view(-1)[i] = eps
+        grad.view(-1)[i] = (f(x + step) - f(x - step)) / (2 * eps)
+    return grad
+
+
+def _fd_only_first(out, expected: torch.Tensor, count: int) -> bool:
+    """The first `count` elements are the estimate and the others still 0 (a loop that stopped early)."""
+    if not (isinstance(out, torch.Tensor) and out.shape == expected.shape) or count >= expected.numel():
+        return False
+    flat, want = out.detach().reshape(-1).double(), expected.reshape(-1).double()
+    return (torch.allclose(flat[:count], want[:count], rtol=1e-6, atol=1e-8) and not flat[count:].any()
+            and bool(want[count:].any()))
+
+
 def _fd_close(out, expected, atol=1e-8, rtol=1e-6) -> bool:
     return (isinstance(out, torch.Tensor) and out.shape == expected.shape
             and torch.allclose(out.detach().double(), expected.double(), rtol=rtol, atol=atol))
@@ -635,8 +671,18 @@ register(Exercise(
                 "eps, which differs from the exact gradient when eps is large; autograd is what it checks.",
                 _fd_exact, detect=lambda out, a, k: _fd_close(out, _fd_exact(a[0], a[1]), atol=1e-13, rtol=1e-12)),
         Mistake("x[i] is a row, not element i",
-                "for a 2-D x, x[i] indexes a whole row (and runs out of rows before numel()); address "
+                "for a 2-D x, x[i] indexes a whole row, so step[i] = eps perturbs the entire row at once (and a loop "
+                "up to numel() runs out of rows); address "
                 "element i of the flattened tensor: step.view(-1)[i] = eps and grad.view(-1)[i] = ...",
-                _fd_row_index, error_match="out of bounds"),
+                _fd_row_index, error_match="out of bounds",
+                detect=lambda out, a, k: a[1].dim() >= 2 and _fd_close(out, _fd_rows(a[0], a[0].x_before, k["eps"]))
+                and not _fd_close(out, _fd_expected(a, k))),
+        Mistake("loop over len(x) (the rows) instead of x.numel() elements",
+                "len(x) is the size of the FIRST dim only; a 2-D x has x.numel() elements, each needing its "
+                "own estimate: for i in range(x.numel()), with step.view(-1)[i] = eps.",
+                _fd_first_len, detect=lambda out, a, k: _fd_only_first(out, _fd_expected(a, k), len(a[1]))),
+        Mistake("the last element never computed (range(x.numel() - 1))",
+                "range(n) already stops at n - 1: loop over range(x.numel()) so the last element gets its estimate.",
+                _fd_all_but_last, detect=lambda out, a, k: _fd_only_first(out, _fd_expected(a, k), a[1].numel() - 1)),
     ],
 ))
