@@ -142,7 +142,7 @@ def _mlp_verify(out, ref, args, kwargs):
         return f"expected Linear layers (in, out) = {wanted}, found {[(m.in_features, m.out_features) for m in linears]}"
     if any(m.bias is None for m in linears):
         return "expected nn.Linear(sizes[i], sizes[i+1]) layers, which have a bias; found Linear layers with bias=False"
-    x = torch.randn(5, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))
+    x = torch.randn(64, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))   # 64 rows: a ReLU always shows
     with torch.no_grad():
         got, expected = out(x), _chain(linears, x, True, False)
         problem = compare_tensors(got, expected, name="output")
