@@ -306,7 +306,9 @@ print("gradcheck through the tree:",
 #
 # Write `shrink_until_small(x, layer, max_steps)`: apply `layer` to `x` **while** `x.norm() > 1`,
 # at most `max_steps` times, and return `(x, number_of_applications)`. An input that is already
-# small must come back unchanged with 0 applications.
+# small must come back unchanged with 0 applications. `x.norm()` is the norm of the whole tensor,
+# whatever its shape. As in `ShrinkNet`, backpropagation must go through the steps that were taken
+# (no `torch.no_grad()`, no `.detach()`).
 
 # %%
 def shrink_until_small(x: torch.Tensor, layer: nn.Module, max_steps: int = 10):

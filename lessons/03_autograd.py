@@ -806,6 +806,8 @@ print("fixed backward passes gradcheck:",
 # `[p.grad for p in model.parameters()]`, equal to the full-batch gradient of `loss_fn(model(x), y)`
 # (`loss_fn` averages over its batch). Careful: when your function is called, the model's `.grad` may
 # still hold gradients from an earlier step, or be `None` (after `zero_grad()`, as section 4 showed).
+# Some parameters may be frozen (`requires_grad=False`): they get no gradient, so their entry in the
+# list is `None`, as their `p.grad` is.
 
 # %%
 def accumulated_grads(model: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor,

@@ -645,10 +645,13 @@ print("apply visits:", visited)
 # %% [markdown]
 # ### Exercise 3 — `kaiming_init`
 #
-# Write `kaiming_init(module)` for `model.apply`: if the module is an `nn.Linear`, draw its weight
-# from Kaiming normal for ReLU (`std = sqrt(2/fan_in)`) and set its bias, if it has one, to zero;
-# leave every other module (Conv, LayerNorm, Embedding, ...) untouched. Change the module in place;
-# like the `nn.init` functions, it need not return anything (`model.apply` ignores return values).
+# Write `kaiming_init(module)` for `model.apply`: if the module is an `nn.Linear` (a subclass of
+# `nn.Linear` included, such as the `out_proj` of `nn.MultiheadAttention`), draw its weight from
+# Kaiming normal for ReLU (`std = sqrt(2/fan_in)`) and set its bias, if it has one, to zero; leave
+# every other module (Conv, LayerNorm, Embedding, ...) untouched. Change the module's own parameters
+# in place (no new `nn.Parameter`, no new `.data`: an optimizer built earlier holds these very
+# tensors); like the `nn.init` functions, it need not return anything (`model.apply` ignores return
+# values).
 # *Normal* matters: `kaiming_uniform_` has the same std but a different distribution.
 
 # %%
@@ -726,8 +729,10 @@ print("hook calls over two forward passes:", len(calls))
 #
 # Write `layer_output_stds(model, x)`: run `model(x)` once with forward hooks and return
 # `{name: std of that module's output}` (Python floats) for every *leaf* submodule — one without
-# children — named as in `model.named_modules()`. Remove the hooks before returning. Careful with
-# lambdas in a loop: they see the loop variable's *last* value unless you bind it.
+# children — named as in `model.named_modules()`. The std is `output.std()` (the biased
+# `output.std(correction=0)` is accepted too). Remove your hooks before returning, and only yours,
+# and leave the model in the mode it came in. Careful with lambdas in a loop: they see the loop
+# variable's *last* value unless you bind it.
 
 # %%
 def layer_output_stds(model: nn.Module, x: torch.Tensor) -> dict[str, float]:

@@ -296,42 +296,112 @@ def _clip_item(x):
     return x / norm if norm > 1 else x.clone()
 
 
+def _shapes_forces_train(model, x):
+    model.train()
+    shapes = []
+    for layer in model:
+        x = layer(x)
+        shapes.append(tuple(x.shape))
+    return shapes
+
+
+def _shrink_row_norm(x, layer, max_steps=10):
+    steps = 0
+    while x.norm(dim=-1).max() > 1 and steps < max_steps:
+        x = layer(x)
+        steps += 1
+    return x, steps
+
+
+def _shrink_applies_once(x, layer, max_steps=10):
+    steps = 0
+    while x.norm() > 1:
+        x = layer(x)
+        steps += 1
+        if steps >= max_steps:   # tested after the step: max_steps = 0 still applies the layer once
+            break
+    return x, steps
+
+
+def _pairs_map(a, b):
+    return torch.stack(list(map(lambda row: ((row - b) ** 2).sum(1), a)))
+
+
+def _init_reseeds(module):
+    if isinstance(module, nn.Linear):
+        torch.manual_seed(0)
+        nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+def _stds_forces_eval(model, x):
+    from course_utils.checks.nb04 import layer_output_stds_reference
+
+    model.eval()
+    return layer_output_stds_reference(model, x)
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 R = Rule
 RULES: dict[str, list[Rule]] = {
     "00.double": [R("returns a new tensor, x unchanged", "modifies the input in place"),
-                  R("returns a tensor", "returns a Python list/number")],
+                  R("returns a tensor", "returns a Python list/number"),
+                  R("equal to 2 * x", "squares x (x ** 2) instead of doubling it"),
+                  R("same shape, size-1 dims included", "squeeze() drops size-1 dims", "a (1, 3, 1) input"),
+                  R("same dtype (equal to 2 * x)", "changes the dtype", "a float64 input")],
     "00.layer_shapes": [R("output shapes, not inputs", "records input shapes instead of output shapes"),
                         R("one shape per layer", "only the final shape"),
                         R("layer by layer (each layer gets the previous output)", "each layer applied to the original x"),
                         R("the layers, not the model itself", "iterates model.modules() (the model itself comes first)"),
-                        R("each shape a tuple", "shapes as lists")],
+                        R("each shape a tuple", "shapes as lists"),
+                        R("output shapes only, not the input's", "records the input shape first"),
+                        R("a nested container is one layer", "opens up nested containers (leaf modules instead of the model's layers)",
+                          "a model with a nested nn.Sequential"),
+                        R("the model's mode left as it was", _shapes_forces_train, "a model in eval mode")],
     "00.shrink_until_small": [R("while x.norm() > 1 (test first)", "applies the layer before testing the condition"),
                               R("strictly > 1", "stops at >= 1 instead of > 1"),
                               R("at most max_steps", "max_steps not respected"),
                               R("the layer's output is the new x", "the layer's output is thrown away"),
-                              R("returns (x, count)", "returns (steps, x)")],
+                              R("returns (x, count)", "returns (steps, x)"),
+                              R("gradients flow through the applied layers", "the loop runs under torch.no_grad() (or detaches x)",
+                                "a layer with a weight; the gradient of the output is compared"),
+                              R("the norm of the whole tensor", _shrink_row_norm, "a (3, 4) input whose rows are small"),
+                              R("max_steps = 0 applies nothing", _shrink_applies_once, "max_steps = 0")],
     "01.flatten_batch": [R("works on non-contiguous inputs", "uses .view on a non-contiguous tensor"),
                          R("keeps dim 0", "flattens the batch dimension too"),
                          R("a batch of one keeps its batch dim", "squeeze() drops the batch dim of a batch of one"),
-                         R("any number of dims", "hard-codes the number of dims")],
+                         R("any number of dims", "hard-codes the number of dims"),
+                         R("keeps the dtype", "changes the dtype", "float64 and int64 inputs")],
     "01.independent_copy": [R("does not share memory", "returns torch.from_numpy (shares memory)"),
-                            R("same dtype", "wrong dtype")],
+                            R("same dtype", "wrong dtype"),
+                            R("same shape, size-1 dims included", "squeeze() drops size-1 dims", "a (1, 3, 1) array")],
     "01.to_device": [R("nested structures all the way down", "moves only the top level"),
                      R("namedtuples rebuilt", "namedtuple not rebuilt field by field"),
                      R("non-tensors left exactly as they were", "returns non-tensors changed"),
                      R("same container types", "containers changed type (list became tuple or tuple became list)"),
                      R("strings are leaves", "strings treated as sequences"),
-                     R("the moved tensor is used", "result of .to() not kept")],
+                     R("the moved tensor is used", "result of .to() not kept"),
+                     R("namedtuples are walked too", "namedtuple returned as it was"),
+                     R("tensor subclasses are tensors", "tensor subclasses not recognised (type(x) is torch.Tensor)",
+                       "a batch with a torch.Tensor subclass"),
+                     R("tensors keep their dtype", "tensor dtype changed"),
+                     R("non-tensors are the very same objects", "non-tensors copied", "a batch with a NumPy array"),
+                     R("new containers, also without tensors", "container without tensors returned as it was",
+                       "a batch with a list and a tuple of strings")],
     "02.center_columns": [R("x unchanged", "modifies the input in place"),
                           R("column means (dim 0)", "subtracts row means"),
                           R("per column, not global", "subtracts global mean"),
-                          R("centre, do not scale", "divides by the std (standardises instead of centring)")],
+                          R("centre, do not scale", "divides by the std (standardises instead of centring)"),
+                          R("the mean, not the median", "median instead of mean"),
+                          R("mean divides by N", "divides the column sums by N - 1")],
     "02.pairwise_sq_dists": [R("every pair (N, M)", "no unsqueeze: compares row i with row i only"),
                              R("sum over D", "sums over the wrong dim"),
                              R("shape (N, M), not (M, N)", "result transposed (M, N)"),
-                             R("squared distances", "distances instead of squared distances")],
+                             R("squared distances", "distances instead of squared distances"),
+                             R("no Python loop (map() included)", _pairs_map, "inspection of the source"),
+                             R("(N, M) also for N = 1 or M = 1", "squeeze() drops the size-1 dim of N = 1 or M = 1", "a (1, 4) a")],
     "02.per_sample_mse": [R("shape (N,)", "result broadcast to (N,N)"),
                           R("one value per sample", "mean over everything"),
                           R("mean over the features", "sums the features instead of averaging them"),
@@ -343,7 +413,11 @@ RULES: dict[str, list[Rule]] = {
                              R("stale .grad cleared first", "stale grads not zeroed first"),
                              R(".grad may be None", "p.grad.zero_() when .grad is None"),
                              R("`micro_batches` chunks", "x.split(micro_batches) makes chunks of that SIZE"),
-                             R("micro-batches, not one pass", "the whole batch in one forward pass")],
+                             R("micro-batches, not one pass", "the whole batch in one forward pass"),
+                             R("backward() on each micro-batch", "one backward() over the summed micro-batch losses",
+                               "backward runs counted on the last weight"),
+                             R("a frozen parameter's entry is None", "frozen parameters' None gradients dropped or replaced",
+                               "a model with a frozen first layer")],
     "03.finite_difference_grad": [R("x unchanged", "changes x in place"), R("float64", "computes in float32"),
                                   R("central differences", "forward difference instead of central"),
                                   R("one element at a time", "perturbs all elements at once"),
@@ -354,22 +428,38 @@ RULES: dict[str, list[Rule]] = {
     "03.gradient_at": [R("x's .grad unchanged", "backward() on the caller's x (leaves .grad behind, adds to stale .grad)"),
                        R("x's requires_grad unchanged", "turns on requires_grad on the caller's x"),
                        R("works when x does not require grad", "forgets requires_grad"),
-                       R("returns a tensor shaped like x", "returns the tuple from torch.autograd.grad")],
+                       R("returns a tensor shaped like x", "returns the tuple from torch.autograd.grad"),
+                       R("x's requires_grad not switched off", "switches requires_grad off on the caller's x (detach_() or requires_grad_(False))"),
+                       R("x's .grad unchanged when x requires grad", "backward() on x.clone(), which is not a leaf when x requires grad")],
     "04.count_trainable": [R("requires_grad only", "counts frozen params"), R("shared once", "counts shared params twice"),
                            R("scalars, not tensors", "counts tensors instead of scalars"),
-                           R("no buffers", "counts buffers"), R("requires_grad, not .grad", "tests p.grad instead of p.requires_grad")],
+                           R("no buffers", "counts buffers"), R("requires_grad, not .grad", "tests p.grad instead of p.requires_grad"),
+                           R("every submodule's parameters", "parameters(recurse=False) sees only the model's own parameters"),
+                           R("each parameter once (nested modules)", "modules() x parameters() counts nested parameters several times")],
     "04.kaiming_init": [R("Kaiming, not Xavier", "Xavier instead of Kaiming"), R("zero bias", "biases not zeroed"),
                         R("other modules untouched", "touches non-Linear layers"), R("fan_in", "fan_out mode instead of fan_in"),
                         R("normal, not uniform", "uniform instead of normal"), R("std sqrt(2/fan_in)", "std 2/fan_in (the square root forgotten)"),
-                        R("a Linear may have no bias", "assumes every Linear has a bias")],
+                        R("a Linear may have no bias", "assumes every Linear has a bias"),
+                        R("changed in place (same Parameters, same dtype)", "new Parameter objects instead of an in-place change",
+                          "Parameter identity and a float64 layer"),
+                        R("subclasses of nn.Linear included", "type(module) == nn.Linear misses subclasses of nn.Linear",
+                          "a NonDynamicallyQuantizableLinear"),
+                        R("no seeding inside", _init_reseeds, "inspection: two layers initialised")],
     "04.layer_output_stds": [R("hooks removed", "hooks not removed"), R("outputs, not inputs", "records the input instead of the output"),
                              R("every leaf by its own name", "late-binding name in the hook"),
-                             R("floats", "returns tensors instead of floats")],
+                             R("floats", "returns tensors instead of floats"),
+                             R("model(x) run once", "runs the model more than once", "forward calls counted"),
+                             R("through model(x): a custom forward", "chains the leaf modules by hand instead of hooking model(x)",
+                               "a residual model"),
+                             R("only your own hooks removed", "clears hooks that were not its own", "a hook of the model's own"),
+                             R("the model's mode left as it was", _stds_forces_eval, "a BatchNorm model in train mode")],
     "04.make_mlp": [R("every layer registered", "plain Python list (layers not registered)"),
                     R("no ReLU after the last", "ReLU after the last layer"),
                     R("ReLU between layers", "no activation between layers"),
                     R("ReLU, not another activation", "another activation instead of ReLU"),
-                    R("Linear with bias", "Linear layers without bias")],
+                    R("Linear with bias", "Linear layers without bias"),
+                    R("nothing else between the layers", "adds Dropout"),
+                    R("nothing after the last layer", "softmax at the end")],
     "05.make_loaders": [R("validation keeps the order", "shuffles the validation set"),
                         R("training shuffles", "training set not shuffled"),
                         R("training drops the last batch", "drop_last missing on train: a batch of one reaches BatchNorm"),

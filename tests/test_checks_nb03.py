@@ -181,19 +181,16 @@ WRONG = [
                 step[i] = eps
                 grad[i] = (f(x + step.view(x.shape)) - f(x - step.view(x.shape))) / (2 * eps)
             return grad""", ["shape"]),
-    # --- a finished function that forgets `return`
-    ("03.accumulated_grads", "def accumulated_grads(model, loss_fn, x, y, micro_batches):\n    model.zero_grad()\n    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):\n        (loss_fn(model(xb), yb) / micro_batches).backward()", ["return"]),
-    ("03.gradient_at", "def gradient_at(f, x):\n    leaf = x.detach().clone().requires_grad_(True)\n    (g,) = torch.autograd.grad(f(leaf), leaf)", ["return"]),
-]
-
-RIGHT = [
+    # the task says backward() on each micro-batch: one backward over the summed losses is not accumulation
     ("03.accumulated_grads", _ACC + """
             model.zero_grad(set_to_none=True)
             total = 0
             for xb, yb in zip(torch.tensor_split(x, micro_batches), torch.tensor_split(y, micro_batches)):
                 total = total + loss_fn(model(xb), yb) / micro_batches
             total.backward()
-            return [p.grad.clone() for p in model.parameters()]"""),
+            return [None if p.grad is None else p.grad.clone() for p in model.parameters()]""",
+     ["backward ran 1 time", "one backward() over the summed"]),
+    # a frozen parameter's p.grad is None: dividing every .grad fails on it
     ("03.accumulated_grads", _ACC + """
             for p in model.parameters():
                 if p.grad is not None:
@@ -205,6 +202,25 @@ RIGHT = [
                 loss.backward()
             for p in model.parameters():
                 p.grad /= micro_batches
+            return [p.grad for p in model.parameters()]""", ["NoneType", "frozen"]),
+    # --- a finished function that forgets `return`
+    ("03.accumulated_grads", "def accumulated_grads(model, loss_fn, x, y, micro_batches):\n    model.zero_grad()\n    for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):\n        (loss_fn(model(xb), yb) / micro_batches).backward()", ["return"]),
+    ("03.gradient_at", "def gradient_at(f, x):\n    leaf = x.detach().clone().requires_grad_(True)\n    (g,) = torch.autograd.grad(f(leaf), leaf)", ["return"]),
+]
+
+RIGHT = [
+    ("03.accumulated_grads", _ACC + """
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.zero_()
+            size = len(x) // micro_batches
+            for i in range(micro_batches):
+                xb, yb = x[i * size:(i + 1) * size], y[i * size:(i + 1) * size]
+                loss = loss_fn(model(xb), yb)
+                loss.backward()
+            for p in model.parameters():
+                if p.grad is not None:      # a frozen parameter's grad stays None
+                    p.grad /= micro_batches
             return [p.grad for p in model.parameters()]"""),
     ("03.gradient_at", """
         def gradient_at(f, x):

@@ -110,6 +110,14 @@ WRONG = [
             return sum(p.numel() for p in model.parameters() if p.requires_grad) + sum(b.numel() for b in model.buffers())""",
      ["buffers"]),
     # --- 04.kaiming_init
+    ("04.kaiming_init", """
+        def kaiming_init(module):
+            if type(module) is nn.Linear:   # a subclass of nn.Linear is skipped
+                with torch.no_grad():
+                    module.weight.normal_(0, (2 / module.weight.size(1)) ** 0.5)
+                    if module.bias is not None:
+                        module.bias.zero_()
+            return module""", ["isinstance", "subclass"]),
     ("04.kaiming_init", _KAIMING % "nn.init.xavier_normal_(module.weight)", ["Xavier"]),
     ("04.kaiming_init", _KAIMING % "nn.init.xavier_uniform_(module.weight)", ["Xavier"]),
     ("04.kaiming_init", _KAIMING % "nn.init.kaiming_uniform_(module.weight, nonlinearity='relu')", ["normal"]),
@@ -279,7 +287,7 @@ RIGHT = [
     ("04.kaiming_init", _KAIMING % "nn.init.normal_(module.weight, mean=0.0, std=math.sqrt(2.0 / module.in_features))"),
     ("04.kaiming_init", """
         def kaiming_init(module):
-            if type(module) is nn.Linear:
+            if isinstance(module, nn.Linear):
                 with torch.no_grad():
                     module.weight.normal_(0, (2 / module.weight.size(1)) ** 0.5)
                     if module.bias is not None:
@@ -425,9 +433,11 @@ def test_kaiming_init_equivalent_answers_pass(weight_init) -> None:
     assert check("04.kaiming_init", _init(weight_init)).status == "ok"
 
 
-def test_kaiming_init_exact_type_test_passes() -> None:
+def test_kaiming_init_exact_type_test_misses_linear_subclasses() -> None:
+    # the task: every nn.Linear, subclasses included (MultiheadAttention's out_proj is one)
     candidate = _init(lambda w: nn.init.kaiming_normal_(w, nonlinearity="relu"), lambda m: type(m) is nn.Linear)
-    assert check("04.kaiming_init", candidate).status == "ok"
+    result = check("04.kaiming_init", candidate)
+    assert result.status == "fail" and "isinstance(module, nn.Linear)" in result.message, result.message
 
 
 @pytest.mark.parametrize("test", [

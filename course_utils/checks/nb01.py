@@ -9,7 +9,7 @@ follows it; ``01.flatten_batch`` includes non-contiguous inputs; ``01.to_device`
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ def _copy_cases():
         return (rng.normal(size=shape).astype(dtype) if dtype != np.int64
                 else rng.integers(0, 10, size=shape).astype(dtype),), {}
     return [lambda: make(0, np.float64, (3,)), lambda: make(1, np.int64, (2, 3)),
-            lambda: make(2, np.float32, (4, 2))]
+            lambda: make(2, np.float32, (4, 2)), lambda: make(3, np.float64, (1, 3, 1))]   # size-1 dims stay
 
 
 def _copy_verify(out, ref, args, kwargs):
@@ -46,6 +46,8 @@ def _copy_verify(out, ref, args, kwargs):
         return f"expected a torch.Tensor, found {describe(out)}"
     if out.dtype != ref.dtype:
         return f"expected dtype {ref.dtype} (the array's dtype is {arr.dtype}), found {out.dtype}"
+    if out.shape != ref.shape:
+        return f"expected a tensor of the array's shape {arr.shape}, found shape {tuple(out.shape)}"
     problem = compare_tensors(out, ref)
     if problem:
         return problem
@@ -75,6 +77,12 @@ register(Exercise(
                 _copy_float32,
                 detect=lambda out, a, k: isinstance(out, torch.Tensor)
                 and out.dtype != torch.from_numpy(a[0]).dtype),
+        Mistake("squeeze() drops size-1 dims",
+                "squeeze() removes EVERY size-1 dim, so the tensor no longer has the array's shape; "
+                "copy the array as it is: torch.tensor(arr).",
+                lambda arr: torch.tensor(arr.squeeze()),
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and a[0].squeeze().shape != a[0].shape
+                and tuple(out.shape) == a[0].squeeze().shape),
     ],
 ))
 
@@ -109,7 +117,9 @@ def _flatten_cases():
             lambda: ((torch.randn(3, 2, 5, generator=g(6)).transpose(1, 2),), {}),
             lambda: ((torch.randn(2, 6, generator=g(7)).t(),), {}),
             lambda: ((torch.randn(1, 3, 1, 2, generator=g(8)),), {}),          # a batch of one
-            lambda: ((torch.randn(1, 2, 3, generator=g(9)).permute(0, 2, 1),), {})]
+            lambda: ((torch.randn(1, 2, 3, generator=g(9)).permute(0, 2, 1),), {}),
+            lambda: ((torch.randn(3, 2, 2, generator=g(10), dtype=torch.float64),), {}),   # float64 stays float64
+            lambda: ((torch.randint(0, 9, (2, 3, 2), generator=g(11)),), {})]               # int64 stays int64
 
 
 def _batch_of_one_lost(out, args, kwargs) -> bool:
@@ -150,6 +160,12 @@ register(Exercise(
                 "torch.flatten(x, 1) or x.reshape(x.size(0), -1), instead of naming x.shape[1], x.shape[2].",
                 _flatten_two_dims, error_match="is invalid for input of size",
                 detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() > 2),
+        Mistake("changes the dtype",
+                "flattening only changes the shape: no .float() (or dtype=...), so a float64 or integer "
+                "x keeps its dtype.",
+                lambda x: torch.flatten(x, 1).float(),
+                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.shape == torch.flatten(a[0], 1).shape
+                and out.dtype != a[0].dtype),
     ],
 ))
 
@@ -211,16 +227,25 @@ def _to_device_tensorify(batch, device):
     return batch
 
 
+def _diff_kind(out: Any, args: tuple) -> str | None:
+    found = _structure_diff(out, to_device_reference(args[0], args[1]), args[0])
+    return found[0] if found else None
+
+
 def _non_tensor_changed(out: Any, args: tuple, kwargs: dict) -> bool:
-    problem = _same_structure(out, to_device_reference(args[0], args[1]))
-    return problem is not None and ("unchanged" in problem or "expected a tensor" not in problem
-                                    and "found tensor" in problem)
+    return _diff_kind(out, args) == "non-tensor"
 
 
 def _container_changed(out: Any, args: tuple, kwargs: dict) -> bool:
-    problem = _same_structure(out, to_device_reference(args[0], args[1]))
-    return problem is not None and "(kept as is), found" in problem and any(
-        f"found {kind} of length" in problem for kind in ("list", "tuple", "dict"))
+    return _diff_kind(out, args) == "container"
+
+
+def _dtype_changed(out: Any, args: tuple, kwargs: dict) -> bool:
+    return _diff_kind(out, args) == "dtype"
+
+
+def _non_tensor_copied(out: Any, args: tuple, kwargs: dict) -> bool:
+    return _diff_kind(out, args) == "copy"
 
 
 def _to_device_lists(batch, device):
@@ -262,6 +287,68 @@ def _to_device_sequence(batch, device):
     return batch
 
 
+def _to_device_namedtuple_as_is(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_namedtuple_as_is(v, device) for k, v in batch.items()}
+    if _is_namedtuple(batch):
+        return batch
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_namedtuple_as_is(v, device) for v in batch)
+    return batch
+
+
+def _to_device_exact_type(batch, device):
+    if type(batch) is torch.Tensor:
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_exact_type(v, device) for k, v in batch.items()}
+    if _is_namedtuple(batch):
+        return type(batch)(*(_to_device_exact_type(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_exact_type(v, device) for v in batch)
+    return batch
+
+
+def _to_device_float32(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, torch.float32)
+    if isinstance(batch, dict):
+        return {k: _to_device_float32(v, device) for k, v in batch.items()}
+    if _is_namedtuple(batch):
+        return type(batch)(*(_to_device_float32(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_float32(v, device) for v in batch)
+    return batch
+
+
+def _to_device_deepcopy(batch, device):
+    import copy
+
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_deepcopy(v, device) for k, v in batch.items()}
+    if _is_namedtuple(batch):
+        return type(batch)(*(_to_device_deepcopy(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to_device_deepcopy(v, device) for v in batch)
+    return copy.deepcopy(batch)
+
+
+def _to_device_shares_plain(batch, device):
+    if not _leaves(batch):
+        return batch          # nothing to move here: the very container comes back
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to_device_shares_plain(v, device) for k, v in batch.items()}
+    if _is_namedtuple(batch):
+        return type(batch)(*(_to_device_shares_plain(v, device) for v in batch))
+    return type(batch)(_to_device_shares_plain(v, device) for v in batch)
+
+
 def _leaves(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
@@ -275,14 +362,46 @@ def _leaves(value: Any) -> list[torch.Tensor]:
 def _nothing_moved(out: Any, args: tuple, kwargs: dict) -> bool:
     leaves = _leaves(out)
     device = torch.device(args[1])
-    return (_same_structure(out, to_device_reference(args[0], args[1])) is None and bool(leaves)
+    return (_structure_diff(out, to_device_reference(args[0], args[1]), args[0]) is None and bool(leaves)
             and all(t.device != device for t in leaves))
+
+
+def _pairs(out: Any, inp: Any, path: str = "batch") -> Iterator[tuple[Any, Any, str]]:
+    """(output item, input item, path) for every item of a result whose structure matches the input's."""
+    yield out, inp, path
+    if isinstance(inp, dict) and isinstance(out, dict):
+        for key in inp:
+            if key in out:
+                yield from _pairs(out[key], inp[key], f"{path}[{key!r}]")
+    elif isinstance(inp, (list, tuple)) and isinstance(out, (list, tuple)) and not isinstance(inp, torch.Tensor):
+        for index, (a, b) in enumerate(zip(out, inp)):
+            yield from _pairs(a, b, f"{path}[{index}]")
+
+
+def _same_container(out: Any, inp: Any) -> str | None:
+    """A container of the result that is the very container of the batch (the task: build new containers)."""
+    for got, given, path in _pairs(out, inp):
+        if isinstance(given, (list, tuple, dict)) and got is given and given != ():
+            kind = f"namedtuple ({type(given).__name__})" if _is_namedtuple(given) else type(given).__name__
+            return (f"{path} is the very {kind} you were given, not a new one: build a new container at every "
+                    f"level (even one without tensors), so the result shares nothing with the batch")
+    return None
+
+
+def _namedtuple_returned(out: Any, args: tuple, kwargs: dict) -> bool:
+    return any(_is_namedtuple(given) and got is given for got, given, _ in _pairs(out, args[0]))
+
+
+def _subclass_left(out: Any, args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(given, torch.Tensor) and type(given) is not torch.Tensor and got is given
+               for got, given, _ in _pairs(out, args[0]))
 
 
 def _tensor_leaves_on(value: Any, device: torch.device, path: str = "batch") -> str | None:
     if isinstance(value, torch.Tensor):
-        return None if value.device == device else (f"{path} is still on {value.device}, not on `device` "
-                                                    f"({device}): move it with `.to(device)`")
+        kind = "tensor" if type(value) is torch.Tensor else f"tensor (a {type(value).__name__}, a tensor subclass)"
+        return None if value.device == device else (f"the {kind} {path} is still on {value.device}, not on "
+                                                    f"`device` ({device}): move it with `.to(device)`")
     if isinstance(value, dict):
         for key, item in value.items():
             problem = _tensor_leaves_on(item, device, f"{path}[{key!r}]")
@@ -296,37 +415,59 @@ def _tensor_leaves_on(value: Any, device: torch.device, path: str = "batch") -> 
     return None
 
 
-def _same_structure(out: Any, ref: Any, path: str = "batch") -> str | None:
+_PLAIN = (str, bytes, int, float, complex, bool, type(None))
+
+
+def _structure_diff(out: Any, ref: Any, inp: Any, path: str = "batch") -> tuple[str, str] | None:
+    """The first difference between the result and the expected structure, as (kind, sentence).
+
+    ``ref`` is the reference's result, ``inp`` the batch the candidate was given (non-tensors must come
+    back as the very objects they were, which only ``inp`` holds)."""
     if isinstance(ref, torch.Tensor):
         if not isinstance(out, torch.Tensor):
-            return f"{path}: expected a tensor, found {describe(out)}"
-        if out.shape != ref.shape or out.dtype != ref.dtype:
-            return f"{path}: expected {describe(ref)}, found {describe(out)}"
+            return "tensor", f"{path}: expected a tensor, found {describe(out)}"
+        if out.shape == ref.shape and out.dtype != ref.dtype:
+            return "dtype", (f"{path}: dtype changed from {ref.dtype} to {out.dtype}; `.to(device)` moves a "
+                             f"tensor and keeps its dtype")
+        if out.shape != ref.shape:
+            return "tensor", f"{path}: expected {describe(ref)}, found {describe(out)}"
         return None
-    if type(out) is not type(ref):
-        return f"{path}: expected {describe(ref)} (kept as is), found {describe(out)}"
-    if isinstance(ref, dict):
-        if list(out) != list(ref):
-            return f"{path}: expected keys {list(ref)}, found {list(out)}"
-        for key in ref:
-            problem = _same_structure(out[key], ref[key], f"{path}[{key!r}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(ref, (list, tuple)):
+    if isinstance(ref, (list, tuple, dict)):
+        if type(out) is not type(ref):
+            return "container", f"{path}: expected {describe(ref)} (the same container type), found {describe(out)}"
+        if isinstance(ref, dict):
+            if list(out) != list(ref):
+                return "keys", f"{path}: expected keys {list(ref)}, found {list(out)}"
+            for key in ref:
+                found = _structure_diff(out[key], ref[key], inp[key], f"{path}[{key!r}]")
+                if found:
+                    return found
+            return None
         if len(out) != len(ref):
-            return f"{path}: expected length {len(ref)}, found {len(out)}"
-        for index, (a, b) in enumerate(zip(out, ref)):
-            problem = _same_structure(a, b, f"{path}[{index}]")
-            if problem:
-                return problem
+            return "length", f"{path}: expected length {len(ref)}, found {len(out)}"
+        for index, (a, b, c) in enumerate(zip(out, ref, inp)):
+            found = _structure_diff(a, b, c, f"{path}[{index}]")
+            if found:
+                return found
         return None
-    return None if out == ref else f"{path}: expected {ref!r} unchanged, found {out!r}"
+    # a non-tensor: returned exactly as it was
+    if out is inp or (isinstance(inp, _PLAIN) and type(out) is type(inp) and out == inp):
+        return None
+    if type(out) is type(inp) and not isinstance(inp, _PLAIN):
+        return "copy", (f"{path}: expected the very {type(inp).__name__} you were given, returned exactly as it "
+                        f"was, found a copy of it")
+    return "non-tensor", (f"{path}: expected {describe(inp)} returned unchanged (only tensors move), "
+                          f"found {describe(out)}")
 
 
 def _to_device_verify(out, ref, args, kwargs):
     device = torch.device(args[1])
-    return _same_structure(out, ref) or _tensor_leaves_on(out, device)
+    found = _structure_diff(out, ref, args[0])
+    return (found[1] if found else None) or _tensor_leaves_on(out, device) or _same_container(out, args[0])
+
+
+class _Image(torch.Tensor):
+    """A tensor subclass, like torchvision's tv_tensors.Image: still a torch.Tensor, so it moves too."""
 
 
 def _to_device_cases():
@@ -348,7 +489,14 @@ def _to_device_cases():
                       names=("a.png", "b.png"))
         return (batch, "meta"), {}
 
-    return [tensor, nested, pair, named]
+    def mixed():
+        # a tensor subclass (like torchvision's tv_tensors.Image), a NumPy array (not a tensor: it stays as it
+        # is, the very same object), a list and a tuple without tensors (new containers all the same)
+        batch = {"image": torch.zeros(2, 3).as_subclass(_Image), "mask": np.ones((2, 3), dtype=bool),
+                 "tags": ["cat", "dog"], "size": (2, 3), "label": torch.tensor([1, 0])}
+        return (batch, "meta"), {}
+
+    return [tensor, nested, pair, named, mixed]
 
 
 register(Exercise(
@@ -369,6 +517,34 @@ register(Exercise(
                 "type(batch)(generator) or tuple(...); recognise it with hasattr(batch, '_fields').",
                 _to_device_namedtuple_generator, error_match="required positional argument",
                 detect=_namedtuple_lost),
+        Mistake("namedtuple returned as it was",
+                "a namedtuple is a tuple: walk it like the others and rebuild it field by field, "
+                "type(batch)(*(to_device(v, device) for v in batch)); returning it as it is leaves its "
+                "tensors where they were.",
+                _to_device_namedtuple_as_is, detect=_namedtuple_returned),
+        Mistake("tensor subclasses not recognised (type(x) is torch.Tensor)",
+                "test isinstance(batch, torch.Tensor), not type(batch) is torch.Tensor: tensor subclasses "
+                "(torchvision's tv_tensors.Image, nn.Parameter) are tensors too and must move.",
+                _to_device_exact_type, detect=_subclass_left),
+        Mistake("tensor dtype changed",
+                "move tensors with .to(device) alone: .to(device, torch.float32) or .float() also changes "
+                "integer labels and float64 data.",
+                _to_device_float32, detect=_dtype_changed),
+        Mistake("non-tensors copied",
+                "return every non-tensor as the very object it was (no copy.deepcopy, no np.copy): only "
+                "tensors are replaced by moved ones.",
+                _to_device_deepcopy, detect=_non_tensor_copied),
+        Mistake("container without tensors returned as it was",
+                "build a new container at every level, also for a list, tuple or dict holding no tensor "
+                "(type(batch)(...), a new dict); the result must share no container with the batch.",
+                _to_device_shares_plain, detect=lambda out, a, k: _same_container(out, a[0]) is not None
+                and not _namedtuple_returned(out, a, k)),
+        Mistake("strings treated as sequences",
+                "a str is a sequence of one-character strs, so recursing into it never ends; test "
+                "for list/tuple (or exclude str) before treating something as a container.",
+                _to_device_sequence, error_match="maximum recursion depth",
+                detect=lambda out, a, k: any(isinstance(given, str) and isinstance(got, str) and got != given
+                                             for got, given, _ in _pairs(out, a[0]))),
         Mistake("returns non-tensors changed",
                 "strings, numbers and other non-tensors must come back untouched: only call "
                 ".to(device) on torch.Tensor values and return anything else as it is.",
@@ -385,9 +561,5 @@ register(Exercise(
                 "tensor.to(device) does not move the tensor in place: it returns a moved copy. "
                 "Return it (return batch.to(device)) or assign it (batch = batch.to(device)).",
                 _to_device_unassigned, detect=_nothing_moved),
-        Mistake("strings treated as sequences",
-                "a str is a sequence of one-character strs, so recursing into it never ends; test "
-                "for list/tuple (or exclude str) before treating something as a container.",
-                _to_device_sequence, error_match="maximum recursion depth"),
     ],
 ))

@@ -187,6 +187,12 @@ register(Exercise(
                 "the task asks for shape (N,): drop keepdim=True (or .squeeze(1) the result).",
                 _mse_keepdim, detect=lambda out, a, k: isinstance(out, torch.Tensor)
                 and tuple(out.shape) == (a[0].shape[0], 1)),
+        Mistake("divides by the batch size N instead of the number of features D",
+                "the mean of each sample's squared errors divides by its number of features D (the row "
+                "length), not by the batch size N: ((pred - target) ** 2).mean(dim=1).",
+                lambda p, t: _sq_err(p, t).sum(dim=1) / p.shape[0],
+                detect=lambda out, a, k: not _close(out, per_sample_mse_reference(*a))
+                and _close(out, _sq_err(*a).sum(dim=1) / a[0].shape[0])),
         Mistake("a root or absolute value instead of the squared error",
                 "the task asks for the mean of the SQUARED differences, ((pred - target) ** 2).mean(dim=1): "
                 "no .sqrt() at the end (RMSE) and no .abs() (MAE).",
@@ -226,6 +232,11 @@ def _center_standardise(x):
 
 def _center_means_as_rows(x):
     return x - x.mean(dim=0).unsqueeze(1)   # (D, 1): lined up with the rows
+
+
+def _center_value_is(out, x: torch.Tensor, wrong: torch.Tensor) -> bool:
+    """The candidate computed `wrong`, which differs from the centred x on this input."""
+    return _close(out, wrong) and not _close(out, center_columns_reference(x))
 
 
 def _center_cases():
@@ -279,6 +290,27 @@ register(Exercise(
                 "centring only subtracts the column means; dividing by the std as well is "
                 "standardisation, a different task: return x - x.mean(dim=0, keepdim=True).",
                 _center_standardise, detect=lambda out, a, k: _close(out, _center_standardise(a[0]))),
+        Mistake("median instead of mean",
+                "x.median(dim=0) is the middle value of each column, not its average; centring subtracts "
+                "the mean: x - x.mean(dim=0, keepdim=True).",
+                lambda x: x - x.median(dim=0, keepdim=True).values,
+                detect=lambda out, a, k: _center_value_is(out, a[0], a[0] - a[0].median(dim=0, keepdim=True).values)),
+        Mistake("divides the column sums by N - 1",
+                "the mean divides the column sum by the number of samples N (N - 1 belongs to the unbiased "
+                "variance, not the mean): x.mean(dim=0, keepdim=True).",
+                lambda x: x - x.sum(dim=0, keepdim=True) / (x.shape[0] - 1),
+                detect=lambda out, a, k: _center_value_is(out, a[0], a[0] - a[0].sum(dim=0, keepdim=True)
+                                                          / (a[0].shape[0] - 1))),
+        Mistake("subtracts the column minimum",
+                "x - x.min(dim=0).values shifts each column to start at 0, but its mean is not 0; subtract "
+                "the column mean: x.mean(dim=0, keepdim=True).",
+                lambda x: x - x.min(dim=0, keepdim=True).values,
+                detect=lambda out, a, k: _center_value_is(out, a[0], a[0] - a[0].min(dim=0, keepdim=True).values)),
+        Mistake("result transposed",
+                "return the centred x in x's own layout (N, D): no .T on the result.",
+                lambda x: center_columns_reference(x).T,
+                detect=lambda out, a, k: a[0].shape[0] == a[0].shape[1]
+                and _center_value_is(out, a[0], center_columns_reference(a[0]).T)),
         Mistake("column means lined up with the rows (unsqueeze(1))",
                 "x.mean(dim=0) has shape (D,), one mean per column; .unsqueeze(1) makes it (D, 1), which "
                 "lines up with the ROWS of x. Keep it (1, D): x.mean(dim=0, keepdim=True).",
@@ -311,6 +343,31 @@ def _pairs_sqrt(a, b):
     return pairwise_sq_dists_reference(a, b).sqrt()
 
 
+def _pairs_expansion_no_keepdim(a, b):
+    return (a * a).sum(1) + (b * b).sum(1) - 2 * a @ b.T
+
+
+def _pairs_plus_cross(a, b):
+    return (a * a).sum(1, keepdim=True) + (b * b).sum(1) + 2 * a @ b.T
+
+
+def _pairs_l1(a, b):
+    return (a[:, None, :] - b[None, :, :]).abs().sum(dim=-1)
+
+
+def _pairs_mean(a, b):
+    return ((a[:, None, :] - b[None, :, :]) ** 2).mean(dim=-1)
+
+
+def _pairs_squeezed(a, b):
+    return pairwise_sq_dists_reference(a, b).squeeze()
+
+
+def _pairs_value_is(out, args, wrong: torch.Tensor) -> bool:
+    """The candidate computed `wrong`, which differs from the distance table on this input."""
+    return _close(out, wrong) and not _close(out, pairwise_sq_dists_reference(*args))
+
+
 def _forbidden_in_source(func: Callable) -> str | None:
     """The task says "no Python loops, no torch.cdist": read the candidate's source (a notebook cell's
     source is available to inspect) and name what it uses. No source available: nothing to say."""
@@ -320,6 +377,10 @@ def _forbidden_in_source(func: Callable) -> str | None:
         return None
     loops = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("map", "filter"):
+            return (f"your function uses {node.func.id}() over the rows (line `{ast.unparse(node)[:60]}`), a Python "
+                    f"loop in disguise; the task is one broadcast expression with no loop: "
+                    f"a[:, None, :] - b[None, :, :] has shape (N, M, D)")
         if isinstance(node, ast.Attribute) and node.attr == "cdist":
             return ("your function uses torch.cdist; the task is to build the table with broadcasting "
                     "yourself: a[:, None, :] - b[None, :, :] has shape (N, M, D)")
@@ -331,8 +392,8 @@ def _forbidden_in_source(func: Callable) -> str | None:
 
 
 def _pairs_cases():
-    return [lambda: ((_randn(20, 3, 2), _randn(21, 4, 2)), {}),
-            lambda: ((_randn(22, 5, 3), _randn(23, 5, 3)), {}),   # N == M: row-by-row runs silently
+    return [lambda: ((_randn(22, 5, 3), _randn(23, 5, 3)), {}),   # N == M: row-by-row runs silently
+            lambda: ((_randn(20, 3, 2), _randn(21, 4, 2)), {}),
             lambda: ((_randn(24, 1, 4), _randn(25, 6, 4)), {}),
             lambda: ((_randn(26, 4, 1), _randn(27, 2, 1)), {}),
             lambda: ((_randn(28, 3, 3).double(), _randn(29, 2, 3).double()), {})]   # float64 stays float64
@@ -357,14 +418,41 @@ register(Exercise(
                 "a - b pairs a[i] with b[i] (or fails when N != M). Insert size-1 dims so every "
                 "row meets every row: a[:, None, :] - b[None, :, :] has shape (N, M, D).",
                 _pairs_rowwise, error_match="must match the size of tensor",
-                detect=lambda out, a, k: isinstance(out, torch.Tensor) and out.dim() == 1),
+                detect=lambda out, a, k: a[0].shape == a[1].shape and _close(out, _pairs_rowwise(*a))),
+        Mistake("|a|^2 + |b|^2 - 2ab without keepdim",
+                "(a * a).sum(1) has shape (N,), which broadcasting lines up with the LAST dim (the columns, "
+                "indexed by b); keep it a column: (a * a).sum(1, keepdim=True) has shape (N, 1), and "
+                "(b * b).sum(1) of shape (M,) lines up with the columns.",
+                _pairs_expansion_no_keepdim,
+                detect=lambda out, a, k: a[0].shape[0] == a[1].shape[0]
+                and _pairs_value_is(out, a, _pairs_expansion_no_keepdim(*a))),
+        Mistake("+ 2ab instead of - 2ab",
+                "|a - b|^2 = |a|^2 + |b|^2 - 2 a.b: the cross term is SUBTRACTED.",
+                _pairs_plus_cross, detect=lambda out, a, k: _pairs_value_is(out, a, _pairs_plus_cross(*a))),
+        Mistake("dot products instead of distances",
+                "a @ b.T gives the dot products a[i].b[j], not the distances; broadcast the differences "
+                "a[:, None, :] - b[None, :, :] and sum their squares over the last dim.",
+                lambda a, b: a @ b.T, detect=lambda out, a, k: _pairs_value_is(out, a, a[0] @ a[1].T)),
+        Mistake("absolute differences (L1) instead of squared",
+                "(a[:, None] - b[None]).abs().sum(-1) is the L1 distance; the task asks for the squared "
+                "Euclidean distance: square the differences, then sum.",
+                _pairs_l1, detect=lambda out, a, k: _pairs_value_is(out, a, _pairs_l1(*a))),
+        Mistake("mean over D instead of sum",
+                "the squared distance SUMS the squared differences over the D features: .sum(dim=-1), not .mean.",
+                _pairs_mean, detect=lambda out, a, k: a[0].shape[1] > 1 and _pairs_value_is(out, a, _pairs_mean(*a))),
+        Mistake("squeeze() drops the size-1 dim of N = 1 or M = 1",
+                "squeeze() without a dim removes EVERY size-1 dim: for a single row in a (or b) the table is "
+                "no longer (N, M). Leave the (N, M) result as it is.",
+                _pairs_squeezed, detect=lambda out, a, k: isinstance(out, torch.Tensor)
+                and pairwise_sq_dists_reference(*a).squeeze().shape != (a[0].shape[0], a[1].shape[0])
+                and _close(out, pairwise_sq_dists_reference(*a).squeeze())),
         Mistake("sums over the wrong dim",
                 "the (N, M, D) difference must be summed over D, the LAST dim: .sum(dim=-1).",
                 _pairs_wrong_sum, detect=lambda out, a, k: _close(out, _pairs_wrong_sum(*a))),
         Mistake("result transposed (M, N)",
                 "put a's rows first: a[:, None, :] - b[None, :, :] gives rows indexed by a.",
                 _pairs_transposed,
-                detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).T)),
+                detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).mT)),
         Mistake("distances instead of squared distances",
                 "a final .sqrt() (or torch.cdist) gives distances; the task asks for their squares.",
                 _pairs_sqrt, detect=lambda out, a, k: _close(out, pairwise_sq_dists_reference(*a).sqrt())),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -65,13 +66,42 @@ def _chain(linears: list[nn.Linear], x: torch.Tensor, between: bool, last: bool)
     return torch.relu(x) if last else x
 
 
-def _hidden_list(module: Any) -> bool:
-    """True when a public attribute is a list/tuple/dict holding modules (not registered)."""
+def _hidden_container(module: Any, kinds: tuple[type, ...]) -> bool:
+    """True when a public attribute is a plain container of one of ``kinds`` holding modules (not registered)."""
     def holds_module(v: Any) -> bool:
         items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else []
         return any(isinstance(m, nn.Module) for m in items)
     return isinstance(module, nn.Module) and any(
-        holds_module(v) for k, v in vars(module).items() if not k.startswith("_"))
+        isinstance(v, kinds) and holds_module(v) for k, v in vars(module).items() if not k.startswith("_"))
+
+
+def _hidden_list(module: Any) -> bool:
+    return _hidden_container(module, (list, tuple))
+
+
+class _DictMLP(nn.Module):
+    def __init__(self, sizes: list[int]) -> None:
+        super().__init__()
+        self.layers = {f"fc{i}": nn.Linear(a, b) for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:]))}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.layers.values()):
+            x = layer(torch.relu(x) if i > 0 else x)
+        return x
+
+
+def _mlp_relu_class(sizes):
+    layers = [m for a, b in zip(sizes[:-1], sizes[1:]) for m in (nn.ReLU, nn.Linear(a, b))][1:]
+    return nn.Sequential(*layers)   # nn.ReLU, the class, where an instance nn.ReLU() belongs
+
+
+def _mlp_dropout(sizes):
+    layers = [m for a, b in zip(sizes[:-1], sizes[1:]) for m in (nn.ReLU(), nn.Dropout(0.2), nn.Linear(a, b))][2:]
+    return nn.Sequential(*layers)
+
+
+def _mlp_softmax(sizes):
+    return nn.Sequential(*make_mlp_reference(sizes), nn.Softmax(dim=-1))
 
 
 def _mlp_list_to_sequential(sizes):
@@ -112,7 +142,7 @@ def _mlp_verify(out, ref, args, kwargs):
         return f"expected Linear layers (in, out) = {wanted}, found {[(m.in_features, m.out_features) for m in linears]}"
     if any(m.bias is None for m in linears):
         return "expected nn.Linear(sizes[i], sizes[i+1]) layers, which have a bias; found Linear layers with bias=False"
-    x = torch.randn(5, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))
+    x = torch.randn(64, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))   # 64 rows: a ReLU always shows
     with torch.no_grad():
         got, expected = out(x), _chain(linears, x, True, False)
         problem = compare_tensors(got, expected, name="output")
@@ -138,6 +168,10 @@ register(Exercise(
                 "a list attribute hides its layers from parameters(), .to() and state_dict(): "
                 "use nn.Sequential(*layers) or nn.ModuleList(layers).",
                 _ListMLP, detect=lambda out, a, k: _hidden_list(out)),
+        Mistake("plain Python dict (layers not registered)",
+                "a dict attribute hides its layers from parameters(), .to() and state_dict(): use "
+                "nn.ModuleDict(layers) (or nn.Sequential(*layers)).",
+                _DictMLP, detect=lambda out, a, k: _hidden_container(out, (dict,))),
         Mistake("ReLU after the last layer",
                 "the last layer produces scores/logits that may be negative: no activation after it.",
                 lambda sizes: _linears_then(sizes, nn.ReLU)),
@@ -148,7 +182,20 @@ register(Exercise(
         Mistake("a list passed to nn.Sequential",
                 "nn.Sequential takes the layers as separate arguments: nn.Sequential(*layers), "
                 "with the star.",
-                _mlp_list_to_sequential, error_match="is not a Module subclass"),
+                _mlp_list_to_sequential, error_match="list is not a Module subclass"),
+        Mistake("nn.ReLU without () (the class, not a layer)",
+                "nn.ReLU is the class; nn.Sequential needs a layer object: write nn.ReLU() with the parentheses.",
+                _mlp_relu_class, error_match="ReLU is not a Module subclass"),
+        Mistake("adds Dropout",
+                "the task asks for Linear layers with nn.ReLU() between them and nothing else: no nn.Dropout "
+                "(which also makes the output random in training mode).",
+                _mlp_dropout, detect=lambda out, a, k: isinstance(out, nn.Module)
+                and any(isinstance(m, nn.modules.dropout._DropoutNd) for m in out.modules())),
+        Mistake("softmax at the end",
+                "the last Linear layer's scores (logits) are the output: no nn.Softmax after it "
+                "(nn.CrossEntropyLoss applies log-softmax itself).",
+                _mlp_softmax, detect=lambda out, a, k: isinstance(out, nn.Module)
+                and any(isinstance(m, (nn.Softmax, nn.LogSoftmax, nn.Softmin)) for m in out.modules())),
         Mistake("another activation instead of ReLU",
                 "the task asks for nn.ReLU() between the layers (Sigmoid, Tanh, ... are other functions).",
                 _mlp_sigmoid, detect=lambda out, a, k: isinstance(out, nn.Module)
@@ -183,7 +230,30 @@ _WRONG_COUNTS: dict[str, Callable[[nn.Module], int]] = {
     "grad": lambda model: sum(p.numel() for p in model.parameters() if p.grad is not None),
     "buffers": lambda model: sum(p.numel() for p in model.parameters() if p.requires_grad)
     + sum(b.numel() for b in model.buffers()),
+    "frozen_only": lambda model: sum(p.numel() for p in model.parameters() if not p.requires_grad),
+    "state_dict_requires_grad": lambda model: sum(t.numel() for t in model.state_dict().values() if t.requires_grad),
+    "own_only": lambda model: sum(p.numel() for p in model.parameters(recurse=False) if p.requires_grad),
+    "modules_x_parameters": lambda model: sum(p.numel() for m in model.modules() for p in m.parameters()
+                                              if p.requires_grad),
 }
+
+
+class _Scaled(nn.Module):
+    """A parameter of its own (``scale``), a buffer, a frozen first layer that still holds a .grad from before
+    it was frozen, a trainable head: every wrong way of counting gives a different number here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(2))
+        self.register_buffer("running_mean", torch.zeros(7))   # state, not trained
+        self.body = nn.Linear(4, 3)
+        self.head = nn.Linear(3, 2)
+        self.body.weight.grad = torch.zeros_like(self.body.weight)   # left from training before freezing
+        self.scale.grad = torch.zeros_like(self.scale)
+        self.body.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x)) * self.scale
 
 
 class _TiedLM(nn.Module):
@@ -224,7 +294,7 @@ register(Exercise(
     "count_trainable(model) returns the number of scalars (an int) the optimizer can train: "
     "only parameters with requires_grad=True, each shared Parameter counted once.",
     count_trainable_reference,
-    [_seeded(lambda: nn.Sequential(nn.Linear(10, 20), nn.ReLU(), nn.Linear(20, 3)), 0),
+    [_seeded(_Scaled, 4), _seeded(lambda: nn.Sequential(nn.Linear(10, 20), nn.ReLU(), nn.Linear(20, 3)), 0),
      _seeded(_frozen_backbone, 1), _seeded(_TiedLM, 2),
      _seeded(lambda: _TiedLM(vocab=40, dim=12, freeze_embedding=True), 3)],
     _count_verify,
@@ -246,6 +316,19 @@ register(Exercise(
         _count_mistake("grad", "tests p.grad instead of p.requires_grad",
                        "p.grad is None until a backward pass has run, whether or not p is trainable; "
                        "test p.requires_grad."),
+        _count_mistake("frozen_only", "counts the frozen params only (the requires_grad test inverted)",
+                       "`if not p.requires_grad` keeps exactly the frozen parameters; the optimizer trains the "
+                       "others: keep the parameters with p.requires_grad True."),
+        _count_mistake("state_dict_requires_grad", "state_dict() values never require grad",
+                       "state_dict() returns detached tensors (requires_grad is always False there, and buffers "
+                       "and tied weights are listed too); test p.requires_grad on model.parameters()."),
+        _count_mistake("own_only", "parameters(recurse=False) sees only the model's own parameters",
+                       "recurse=False leaves out every submodule's parameters; model.parameters() (recurse=True, "
+                       "the default) walks the whole tree and yields each Parameter once."),
+        _count_mistake("modules_x_parameters", "modules() x parameters() counts nested parameters several times",
+                       "m.parameters() already includes every submodule's parameters, so looping over "
+                       "model.modules() counts a nested parameter once per enclosing module; iterate over "
+                       "model.parameters() once."),
         _count_mistake("buffers", "counts buffers",
                        "buffers (BatchNorm's running mean and variance) are state, not trained: "
                        "count model.parameters() only."),
@@ -275,6 +358,47 @@ def _wrong_init(weight_init: Callable[[torch.Tensor], Any] | None, zero_bias: bo
                 nn.init.zeros_(module.bias)
         return module
     return init
+
+
+def _init_new_params(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):
+        std = math.sqrt(2 / module.in_features)
+        module.weight = nn.Parameter(torch.randn(module.out_features, module.in_features) * std)
+        if module.bias is not None:
+            module.bias = nn.Parameter(torch.zeros(module.out_features))
+
+
+def _init_exact_type(module: nn.Module) -> None:
+    if type(module) is nn.Linear:
+        kaiming_init_reference(module)
+
+
+def _reseeds(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):
+        torch.manual_seed(0)
+        kaiming_init_reference(module)
+
+
+def _init_inspect(candidate: Callable[[nn.Module], Any]) -> str | None:
+    """Two separate Linear layers of one shape must get different weights (a seed inside gives them the same)."""
+    grad_mode, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            first, second = nn.Linear(32, 32), nn.Linear(32, 32)
+            candidate(first)
+            candidate(second)
+            same = torch.equal(first.weight, second.weight)
+    except Exception:  # a broken candidate: the test cases report what it does
+        return None
+    finally:  # what the candidate changed globally is the test cases' to find
+        torch.set_grad_enabled(grad_mode)
+        torch.set_default_dtype(dtype)
+    if same:
+        return ("two separate Linear(32, 32) layers got identical weights from your function: is "
+                "torch.manual_seed called inside it? Seeding resets the global random generator, so every "
+                "layer of the same shape gets the same weights; seed once at the start of a script, never "
+                "inside an init function")
+    return None
 
 
 def _kaiming(w: torch.Tensor) -> Any:
@@ -307,11 +431,40 @@ def _non_linear_changed(out, args, kwargs) -> bool:
     return any(not torch.equal(a, b) for a, b in zip(module.state_dict().values(), fresh.state_dict().values()))
 
 
+#: module -> {name: (the Parameter object, its dtype)} when its case was built
+_INIT_PARAMS: "weakref.WeakKeyDictionary[nn.Module, dict[str, tuple[nn.Parameter, torch.dtype]]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def _remember_params(factory: Callable[[], tuple[tuple, dict]]) -> Callable[[], tuple[tuple, dict]]:
+    def remembered() -> tuple[tuple, dict]:
+        args, kwargs = factory()
+        _INIT_PARAMS[args[0]] = {name: (p, p.dtype) for name, p in args[0].named_parameters()}
+        return args, kwargs
+    return remembered
+
+
+def _params_replaced(module: nn.Module) -> str | None:
+    for name, (param, dtype) in _INIT_PARAMS.get(module, {}).items():
+        now = getattr(module, name, None)
+        if now is not param:
+            return (f"{type(module).__name__}.{name} is a new object: change the existing Parameter in place "
+                    f"(nn.init.kaiming_normal_(module.weight, ...), nn.init.zeros_(module.bias)), so that an "
+                    f"optimizer built earlier, which holds the old Parameter, still trains it")
+        if now.dtype != dtype:
+            return (f"{type(module).__name__}.{name} has dtype {now.dtype}, but the layer's dtype is {dtype}: "
+                    f"initialise the existing tensor in place (nn.init functions) instead of assigning new data")
+    return None
+
+
 def _init_verify(out, ref, args, kwargs):
     module = args[0]
     if out is not None and out is not module:
         return (f"expected the module to be initialised in place (returning nothing, or the module itself), "
                 f"found {describe(out)} returned")
+    replaced = _params_replaced(module)
+    if replaced:
+        return replaced
     if not isinstance(module, nn.Linear):
         fresh = _INIT_BUILDERS[type(module)]()[0][0]
         for (key, got), want in zip(module.state_dict().items(), fresh.state_dict().values()):
@@ -321,15 +474,15 @@ def _init_verify(out, ref, args, kwargs):
     fan_in, fan_out = module.in_features, module.out_features
     w, want = module.weight.detach(), math.sqrt(2.0 / fan_in)
     if abs(w.std().item() / want - 1) > 0.05 or abs(w.mean().item()) > 0.05 * want:
-        return (f"Linear({fan_in}, {fan_out}).weight has mean {w.mean().item():.4f} and std "
+        return (f"{type(module).__name__}({fan_in}, {fan_out}).weight has mean {w.mean().item():.4f} and std "
                 f"{w.std().item():.4f}; Kaiming for ReLU expects mean 0 and std sqrt(2/fan_in) = "
                 f"{want:.4f} (Xavier would give {math.sqrt(2 / (fan_in + fan_out)):.4f})")
     if w.numel() >= 10_000 and _tail_ratio(w) < 2.0:
-        return (f"Linear({fan_in}, {fan_out}).weight has the right std but no value beyond "
+        return (f"{type(module).__name__}({fan_in}, {fan_out}).weight has the right std but no value beyond "
                 f"{_tail_ratio(w):.2f} std from 0: that is a uniform distribution; Kaiming NORMAL draws from "
                 f"a normal distribution (values beyond 3 std occur)")
     if module.bias is not None and bool(module.bias.detach().ne(0).any()):
-        return (f"Linear({fan_in}, {fan_out}).bias has nonzero entries (max |b| = "
+        return (f"{type(module).__name__}({fan_in}, {fan_out}).bias has nonzero entries (max |b| = "
                 f"{module.bias.abs().max().item():.4f}); expected all zeros")
     return None
 
@@ -349,14 +502,24 @@ _INIT_BUILDERS = {
 
 register(Exercise(
     "04.kaiming_init",
-    "kaiming_init(module), used as model.apply(kaiming_init): for an nn.Linear, weights drawn from a "
-    "Kaiming NORMAL distribution for ReLU (mean 0, std sqrt(2/fan_in)) and zero bias (if it has one), "
-    "changed in place; any other module untouched. It need not return anything.",
+    "kaiming_init(module), used as model.apply(kaiming_init): for an nn.Linear (subclasses included), weights "
+    "drawn from a Kaiming NORMAL distribution for ReLU (mean 0, std sqrt(2/fan_in)) and zero bias (if it has "
+    "one), the module's own parameters changed in place; any other module untouched. It need not return anything.",
     kaiming_init_reference,
-    [_seeded(lambda: nn.Linear(512, 256), 10), _seeded(lambda: nn.Linear(128, 640), 11),
-     _seeded(lambda: nn.Linear(400, 300, bias=False), 12), *_INIT_BUILDERS.values()],
+    [_remember_params(case) for case in (
+        _seeded(lambda: nn.Linear(512, 256), 10), _seeded(lambda: nn.Linear(128, 640), 11),
+        _seeded(lambda: nn.Linear(400, 300, bias=False), 12), *_INIT_BUILDERS.values(),
+        # a subclass of nn.Linear (MultiheadAttention's out_proj is one): still a Linear layer
+        _seeded(lambda: nn.modules.linear.NonDynamicallyQuantizableLinear(256, 128), 16),
+        _seeded(lambda: nn.Linear(300, 200).double(), 17))],   # a float64 layer stays float64
     _init_verify,
     [
+        Mistake("type(module) == nn.Linear misses subclasses of nn.Linear",
+                "test isinstance(module, nn.Linear): a subclass of nn.Linear (MultiheadAttention's out_proj, "
+                "for example) is a Linear layer too.",
+                _init_exact_type, detect=lambda out, a, k: type(a[0]) is not nn.Linear and isinstance(a[0], nn.Linear)
+                and _weight_std_is(lambda i, o: 1 / math.sqrt(3 * i))(out, a, k)
+                and a[0].bias is not None and bool(a[0].bias.detach().ne(0).any())),
         Mistake("Xavier instead of Kaiming",
                 "Xavier (std sqrt(2/(fan_in+fan_out))) suits tanh; ReLU zeroes half its inputs, so "
                 "Kaiming doubles the variance: nn.init.kaiming_normal_(w, nonlinearity='relu').",
@@ -388,10 +551,16 @@ register(Exercise(
                 "2/fan_in is the VARIANCE; the std is its square root, math.sqrt(2 / fan_in).",
                 _wrong_init(lambda w: nn.init.normal_(w, 0.0, 2 / w.shape[1])),
                 detect=_weight_std_is(lambda i, o: 2 / i)),
+        Mistake("new Parameter objects instead of an in-place change",
+                "module.weight = nn.Parameter(...) (or new .data) replaces the tensor: an optimizer built "
+                "earlier keeps the old Parameter, and the dtype/device may change. Use the in-place nn.init "
+                "functions on module.weight and module.bias.",
+                _init_new_params, detect=lambda out, a, k: _params_replaced(a[0]) is not None),
         Mistake("assumes every Linear has a bias",
                 "nn.Linear(..., bias=False) has module.bias = None: check `if module.bias is not None`.",
                 _wrong_init(_kaiming, bias_guard=False), error_match="'NoneType' object has no attribute"),
     ],
+    inspect=_init_inspect,
     returns=False,
     may_modify=("module",),
 ))
@@ -425,6 +594,48 @@ def layer_output_stds_reference(model: nn.Module, x: torch.Tensor) -> dict[str, 
     return _stds_with_hooks(model, x)
 
 
+def _stds_variance(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    return {name: std ** 2 for name, std in _stds_with_hooks(model, x).items()}
+
+
+def _is_variance(out, args, kwargs) -> bool:
+    if not isinstance(out, dict):
+        return False
+    _CHECKER_FORWARD[0] = True
+    try:
+        want = _stds_with_hooks(*args)
+    finally:
+        _CHECKER_FORWARD[0] = False
+    return (sorted(out) == sorted(want) and all(isinstance(v, float) for v in out.values())
+            and any(abs(want[k] - 1) > 1e-3 for k in want)
+            and all(math.isclose(out[k], want[k] ** 2, rel_tol=1e-4, abs_tol=1e-6) for k in want))
+
+
+def _stds_twice(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    with torch.no_grad():
+        model(x)                     # a warm-up pass: the model runs twice
+    return _stds_with_hooks(model, x)
+
+
+def _stds_hook_returns(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    stds: dict[str, float] = {}
+    handles = [module.register_forward_hook(lambda m, i, o, name=name: stds.setdefault(name, o.std().item()))
+               for name, module in model.named_modules() if name and not list(module.children())]
+    try:
+        model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return stds
+
+
+def _stds_clear_hooks(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    stds = _stds_with_hooks(model, x)
+    for module in model.modules():
+        module._forward_hooks.clear()
+    return stds
+
+
 class _Block(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -435,25 +646,99 @@ class _Block(nn.Module):
         return self.head(self.body(x))
 
 
-def _stds_case(build: Callable[[], nn.Module], width: int, seed: int):
-    return _seeded(lambda: (build().eval(), torch.randn(32, width)), seed)
+class _Residual(nn.Module):
+    """A custom forward: a skip connection, so chaining the leaves one after another is not the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(6, 6)
+        self.act = nn.Tanh()
+        self.out = nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.act(self.inner(x)) + x)
+
+
+#: model -> [forward calls seen, id of the checker's own hook (a hook the model already has when called),
+#: the train flag of every submodule when the case was built]
+_STDS_CALLS: "weakref.WeakKeyDictionary[nn.Module, list[Any]]" = weakref.WeakKeyDictionary()
+#: True while the checker itself runs a model (those forward passes are not the candidate's)
+_CHECKER_FORWARD = [False]
+
+
+def _stds_case(build: Callable[[], nn.Module], width: int, seed: int, train: bool = False):
+    def build_counted() -> tuple[nn.Module, torch.Tensor]:
+        model = build().train(train)
+        record: list[Any] = [0, 0, [m.training for m in model.modules()]]
+
+        def count_call(module: nn.Module, inputs: tuple, output: Any) -> None:
+            record[0] += 0 if _CHECKER_FORWARD[0] else 1
+        record[1] = model.register_forward_hook(count_call).id
+        _STDS_CALLS[model] = record
+        return model, torch.randn(32, width)
+    return _seeded(build_counted, seed)
+
+
+def _forward_calls(model: nn.Module) -> int | None:
+    record = _STDS_CALLS.get(model)
+    return None if record is None else record[0]
+
+
+def _own_hook_removed(model: nn.Module) -> bool:
+    record = _STDS_CALLS.get(model)
+    return record is not None and record[1] not in model._forward_hooks
+
+
+def _leaf_chain_stds(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    stds = {}
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if name and not list(module.children()):
+                x = module(x)
+                stds[name] = x.std().item()
+    return stds
 
 
 def _biased(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
-    """std(unbiased=False) of each leaf's output: the task does not say which std, so both count."""
+    """std(correction=0) of each leaf's output: the task accepts the biased std as well."""
     outputs: dict[str, torch.Tensor] = {}
     handles = [module.register_forward_hook(lambda m, i, o, name=name: outputs.__setitem__(name, o.detach()))
                for name, module in model.named_modules() if name and not list(module.children())]
+    _CHECKER_FORWARD[0] = True
     try:
         with torch.no_grad():
             model(x)
     finally:
+        _CHECKER_FORWARD[0] = False
         for handle in handles:
             handle.remove()
-    return {name: o.std(unbiased=False).item() for name, o in outputs.items()}
+    return {name: o.std(correction=0).item() for name, o in outputs.items()}
+
+
+def _flags_changed(model: nn.Module) -> str | None:
+    record = _STDS_CALLS.get(model)
+    if record is None:
+        return None
+    for (name, module), was in zip(model.named_modules(), record[2]):
+        if module.training != was:
+            mode = "eval" if was is False else "train"
+            return (f"`model{'.' + name if name else ''}` was left in {'train' if module.training else 'eval'} "
+                    f"mode (it came in {mode} mode): run model(x) as it is, without model.eval() or model.train()")
+    return None
 
 
 def _stds_verify(out, ref, args, kwargs):
+    model = args[0]
+    flags = _flags_changed(model)
+    if flags:
+        return flags
+    if _own_hook_removed(model):
+        return ("a forward hook the model already had before your call is gone: remove only your own hooks, "
+                "with the handles register_forward_hook returned (never clear module._forward_hooks)")
+    calls = _forward_calls(model)
+    if calls is not None and calls != 1:
+        return (f"model(x) ran {calls} time(s); the task is to run model(x) exactly once, with forward hooks on "
+                f"the leaf modules recording their outputs (a second run updates BatchNorm statistics again)")
     biased = _biased(*args)
     ref = {key: (value, biased.get(key, value)) for key, value in ref.items()}
     if not isinstance(out, dict):
@@ -465,18 +750,21 @@ def _stds_verify(out, ref, args, kwargs):
             return f"expected a Python float for {key!r}, found {describe(out[key])}"
         if not any(math.isclose(out[key], value, rel_tol=1e-4, abs_tol=1e-6) for value in want):
             return f"expected std {want[0]:.4f} for the output of {key!r}, found {out[key]:.4f}"
-    left = sum(len(m._forward_hooks) for m in args[0].modules())
-    return f"the model still has {left} forward hook(s) after your function returned; expected none" if left else None
+    left = sum(len(m._forward_hooks) for m in args[0].modules()) - (model in _STDS_CALLS)
+    return f"the model still has {left} forward hook(s) of yours after your function returned; expected none" if left else None
 
 
 register(Exercise(
     "04.layer_output_stds",
     "layer_output_stds(model, x) runs model(x) once with forward hooks and returns {name: std of "
-    "that module's output as a float} for every leaf submodule (named as in named_modules()), "
-    "removing its hooks afterwards.",
+    "that module's output as a float (output.std(); std(correction=0) accepted too)} for every leaf submodule "
+    "(named as in named_modules()), removing its own hooks afterwards and leaving the model's mode as it was.",
     layer_output_stds_reference,
     [_stds_case(lambda: nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 4), nn.Tanh()), 5, 20),
-     _stds_case(_Block, 6, 21)],
+     _stds_case(_Block, 6, 21),
+     _stds_case(_Residual, 6, 22),                      # a custom forward (skip connection)
+     _stds_case(lambda: nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)), 5, 23,
+                train=True)],                           # in training mode: it stays there
     _stds_verify,
     [
         Mistake("hooks not removed",
@@ -492,6 +780,25 @@ register(Exercise(
                 "it now: `lambda m, i, o, name=name: ...` or a small factory function.",
                 lambda model, x: _stds_with_hooks(model, x, bind_name=False),
                 detect=lambda out, a, k: isinstance(out, dict) and len(out) == 1),
+        Mistake("runs the model more than once",
+                "run model(x) ONCE, with all the hooks registered before it: every forward pass fires the "
+                "hooks again and updates BatchNorm's running statistics.",
+                _stds_twice, detect=lambda out, a, k: (_forward_calls(a[0]) or 0) > 1),
+        Mistake("chains the leaf modules by hand instead of hooking model(x)",
+                "calling the leaves one after another is not the model's forward (skip connections, "
+                "functional ops, branches are lost); register a forward hook on every leaf and run model(x) once.",
+                lambda model, x: _leaf_chain_stds(model, x), detect=lambda out, a, k: _forward_calls(a[0]) == 0),
+        Mistake("a hook that returns a value replaces the module's output",
+                "whatever a forward hook returns REPLACES the module's output (a float here, which the next layer "
+                "cannot take); record the value with a statement (stds[name] = ...) and return None.",
+                _stds_hook_returns, error_match="must be Tensor, not float"),
+        Mistake("clears hooks that were not its own",
+                "module._forward_hooks.clear() also removes hooks that were there before your call; keep the "
+                "handles register_forward_hook returns and call handle.remove() on each.",
+                _stds_clear_hooks, detect=lambda out, a, k: _own_hook_removed(a[0])),
+        Mistake("variance instead of std",
+                "output.var() is the SQUARE of the std; the task asks for output.std().",
+                _stds_variance, detect=_is_variance),
         Mistake("returns tensors instead of floats",
                 "turn each 0-d tensor into a Python number with .item().",
                 lambda model, x: _stds_with_hooks(model, x, as_float=False),

@@ -99,13 +99,11 @@ ANSWERS = [
     Answer("00.double", "fail", '''
         def double(x):
             return 2 * x.squeeze()
-    ''', label="squeeze() drops size-1 dims", words=("shape",),
-           defect="wrong answer accepted: no test case has a size-1 dim"),
+    ''', label="squeeze() drops size-1 dims", words=("shape",)),
     Answer("00.double", "fail", '''
         def double(x):
             return (2 * x).float()
-    ''', label="converts to float32 (dtype changes for float64/int input)", words=("dtype",),
-           defect="wrong answer accepted: no float64/int test case, dtype never compared"),
+    ''', label="converts to float32 (dtype changes for float64/int input)", words=("dtype",)),
     Answer("00.double", "fail", '''
         def double(x):
             return 2 * x.flatten()
@@ -255,8 +253,7 @@ ANSWERS = [
                     x = layer(x)
                     steps += 1
             return x, steps
-    ''', label="under no_grad: no gradient flows back through the steps", words=("grad",),
-           defect="wrong answer accepted: the gradient through the applied steps is never checked (task text does not state it; the lesson's ShrinkNet does)"),
+    ''', label="under no_grad: no gradient flows back through the steps", words=("grad",)),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -264,8 +261,7 @@ ANSWERS = [
                 x = layer(x)
                 steps += 1
             return x, steps
-    ''', label="largest row norm instead of the whole tensor's norm", words=("norm",),
-           defect="wrong answer accepted: only 1-D inputs, so a per-row norm is never told apart from x.norm()"),
+    ''', label="largest row norm instead of the whole tensor's norm", words=("norm",)),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -304,8 +300,7 @@ ANSWERS = [
             if steps == 0 and max_steps == 0:
                 pass
             return x, steps
-    ''', label="max_steps=0 still applies the layer once", words=("max_steps",),
-           defect="wrong answer accepted: max_steps=0 is never tested"),
+    ''', label="max_steps=0 still applies the layer once", words=("max_steps",)),
     Answer("00.shrink_until_small", "fail", '''
         def shrink_until_small(x, layer, max_steps=10):
             steps = 0
@@ -402,8 +397,7 @@ ANSWERS = [
                 x = layer(x)
                 shapes.append(tuple(x.shape))
             return shapes
-    ''', label="includes the input shape first", words=('input',),
-           defect="hint names iterating model.modules() instead of recording the input shape first"),
+    ''', label="includes the input shape first", words=('input',)),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             return [tuple(layer(x).shape) for layer in model]
@@ -461,8 +455,7 @@ ANSWERS = [
                     x = m(x)
                     shapes.append(tuple(x.shape))
             return shapes
-    ''', label="recurses into nested Sequentials (leaf modules, not the layers)", words=("layer",),
-           defect="wrong answer accepted: no test model has a nested Sequential (or other container) as a layer"),
+    ''', label="recurses into nested Sequentials (leaf modules, not the layers)", words=("layer",)),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             shapes = []
@@ -483,8 +476,7 @@ ANSWERS = [
                 x = layer(x)
                 shapes.append(tuple(x.shape))
             return shapes
-    ''', label="calls model.train() (an eval-mode model is left in training mode)", words=("train",),
-           defect="wrong answer accepted: every test model comes in train mode, so forcing train() goes unseen"),
+    ''', label="calls model.train() (an eval-mode model is left in training mode)", words=("train",)),
     Answer("00.layer_shapes", "fail", '''
         def layer_shapes(model, x):
             shapes = []

@@ -116,8 +116,7 @@ ANSWERS = [
     Answer("01.independent_copy", "fail", '''
         def independent_copy(arr):
             return torch.tensor(arr.squeeze())
-    ''', label="squeeze drops size-1 dims", words=("shape",),
-           defect="wrong answer accepted: no test array has a size-1 dim"),
+    ''', label="squeeze drops size-1 dims", words=("shape",)),
     Answer("01.independent_copy", "fail", '''
         def independent_copy(arr):
             return torch.from_numpy(arr).reshape(arr.shape)
@@ -214,8 +213,7 @@ ANSWERS = [
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             return torch.flatten(x, 1).float()
-    ''', label="converts to float32", words=("dtype",),
-           defect="wrong answer accepted: every test input is float32, so a dtype change is never seen"),
+    ''', label="converts to float32", words=("dtype",)),
     Answer("01.flatten_batch", "fail", '''
         def flatten_batch(x):
             return x.numpy().reshape(x.shape[0], -1)
@@ -460,8 +458,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="returns tensor-free containers themselves, not new ones", words=("new",),
-           defect="wrong answer accepted: the task says 'build new containers', but a container holding no tensor returned as the same object passes"),
+    ''', label="returns tensor-free containers themselves, not new ones", words=("new",)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -486,8 +483,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return copy.deepcopy(batch)
-    ''', label="deep-copies non-tensors instead of returning them as they were", words=("exactly",),
-           defect="wrong answer accepted: the non-tensors are only str/int (deepcopy returns them as they are); no object deepcopy would duplicate, so 'exactly as it was' is never tested"),
+    ''', label="deep-copies non-tensors instead of returning them as they were", words=("exactly",)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, np.ndarray):
@@ -501,8 +497,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="converts NumPy arrays to tensors", words=("unchanged",),
-           defect="wrong answer accepted: no NumPy array (or other non-tensor array) in the test batches"),
+    ''', label="converts NumPy arrays to tensors", words=("unchanged",)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if type(batch) is torch.Tensor:
@@ -514,8 +509,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="type(x) is torch.Tensor misses tensor subclasses", words=("tensor",),
-           defect="wrong answer accepted: no tensor subclass (nn.Parameter, a custom subclass) in the test batches"),
+    ''', label="type(x) is torch.Tensor misses tensor subclasses", words=("tensor",)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -527,8 +521,7 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="also converts to float32 (int labels change dtype)", words=('dtype changed',),
-           defect="hint names 'returns non-tensors changed' instead of the tensor's dtype being changed (the expected/found line does show the dtype)"),
+    ''', label="also converts to float32 (int labels change dtype)", words=('dtype changed',)),
     Answer("01.to_device", "fail", '''
         def to_device(batch, device):
             if isinstance(batch, torch.Tensor):
@@ -552,6 +545,5 @@ ANSWERS = [
             if isinstance(batch, (list, tuple)):
                 return type(batch)(to_device(v, device) for v in batch)
             return batch
-    ''', label="returns namedtuples untouched", words=('namedtuple',),
-           defect="hint names 'result of .to() not kept' instead of the namedtuple returned untouched"),
+    ''', label="returns namedtuples untouched", words=('namedtuple',)),
 ]

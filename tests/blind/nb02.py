@@ -332,8 +332,7 @@ ANSWERS = [
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return (a * a).sum(1) + (b * b).sum(1) - 2 * a @ b.T
-    ''', label="expansion without keepdim", words=('keepdim',),
-           defect="hint names 'no unsqueeze: a - b pairs a[i] with b[i]' (code the answer does not contain) instead of the missing keepdim on (a*a).sum(1)"),
+    ''', label="expansion without keepdim", words=('keepdim',)),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return ((a[:, None] - b[None]) ** 2).sum(-1).float()
@@ -349,8 +348,7 @@ ANSWERS = [
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return torch.stack(list(map(lambda row: ((row - b) ** 2).sum(1), a)))
-    ''', label="map over rows (a Python loop in disguise)", words=("loop",),
-           defect="wrong answer accepted: map(lambda ...) over the rows is a Python loop, but only for/while/comprehensions are detected"),
+    ''', label="map over rows (a Python loop in disguise)", words=("loop",)),
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             rows = []
@@ -372,6 +370,5 @@ ANSWERS = [
     Answer("02.pairwise_sq_dists", "fail", '''
         def pairwise_sq_dists(a, b):
             return ((a[:, None] - b[None]) ** 2).sum(-1).squeeze()
-    ''', label="squeeze() breaks N = 1 or M = 1", words=('squeeze()',),
-           defect="hint names 'no unsqueeze: compares row i with row i only' instead of the final squeeze() dropping the size-1 dim"),
+    ''', label="squeeze() breaks N = 1 or M = 1", words=('squeeze()',)),
 ]

@@ -84,8 +84,7 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / len(x)).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="divides by the batch size instead of k", words=('divide',),
-           defect="hint names x.split(micro_batches) (chunks of that size) although the answer uses chunk and divides each loss by len(x)"),
+    ''', label="divides by the batch size instead of k", words=('divide',)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
@@ -122,16 +121,14 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / micro_batches).backward()
             return [p.grad for p in model.parameters() if p.grad is not None]
-    ''', label="drops the None entries of frozen parameters", words=("None",),
-           defect="wrong answer accepted: no test model has a frozen parameter, so a list without the None entries is never told apart"),
+    ''', label="drops the None entries of frozen parameters", words=("None",)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
             total = sum(loss_fn(model(xb), yb) for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)))
             (total / micro_batches).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="one backward over the summed losses (not per micro-batch)", words=("backward",),
-           defect="wrong answer accepted: the task says backward() on each micro-batch; one backward over the summed micro-batch losses (all graphs kept alive) passes"),
+    ''', label="one backward over the summed losses (not per micro-batch)", words=("backward",)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
@@ -177,8 +174,7 @@ ANSWERS = [
             for xb, yb in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
                 (loss_fn(model(xb), yb) / micro_batches).backward()
             return [p.grad for p in model.parameters()]
-    ''', label="gives frozen parameters a zero .grad instead of None", words=("None",),
-           defect="wrong answer accepted: no test model has a frozen parameter (whose full-batch gradient is None, not zeros)"),
+    ''', label="gives frozen parameters a zero .grad instead of None", words=("None",)),
     Answer("03.accumulated_grads", "fail", '''
         def accumulated_grads(model, loss_fn, x, y, micro_batches):
             model.zero_grad()
@@ -262,8 +258,7 @@ ANSWERS = [
             leaf = x.clone().requires_grad_()
             f(leaf).backward()
             return leaf.grad
-    ''', label="backward on a clone: non-leaf when x requires grad, x.grad accumulates", words=('non-leaf',),
-           defect="message says 'returned None: did you forget `return`?' although the answer returns leaf.grad, which is None because the clone of a requires-grad x is not a leaf"),
+    ''', label="backward on a clone: non-leaf when x requires grad, x.grad accumulates", words=('non-leaf',)),
     Answer("03.gradient_at", "fail", '''
         def gradient_at(f, x):
             leaf = x.detach().float().requires_grad_()
@@ -440,8 +435,7 @@ ANSWERS = [
                     x.view(-1)[i] += eps
                     grad.view(-1)[i] = (fp - fm) / (2 * eps)
             return grad
-    ''', label="perturbs x in place, restores by arithmetic (rounding changes x)", words=('changes x in place',),
-           defect="hint names 'eps argument ignored' instead of x perturbed in place (the first line does say x was modified in place)"),
+    ''', label="perturbs x in place, restores by arithmetic (rounding changes x)", words=('changes x in place',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)
@@ -475,8 +469,7 @@ ANSWERS = [
                 xp.view(-1)[i] += eps
                 grad.view(-1)[i] = (fp - fm) / (2 * eps)
             return grad
-    ''', label="xp = x is an alias, not a copy", words=('changes x in place',),
-           defect="hint names 'eps argument ignored' instead of x perturbed in place through the alias xp = x (the first line does say x was modified in place)"),
+    ''', label="xp = x is an alias, not a copy", words=('changes x in place',)),
     Answer("03.finite_difference_grad", "fail", '''
         def finite_difference_grad(f, x, eps=1e-6):
             grad = torch.zeros_like(x)

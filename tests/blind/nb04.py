@@ -192,8 +192,7 @@ ANSWERS = [
             for a, b in zip(sizes[:-1], sizes[1:]):
                 layers += [nn.Linear(a, b), nn.ReLU]
             return nn.Sequential(*layers[:-1])
-    ''', label="nn.ReLU class, not an instance", words=('ReLU()',),
-           defect="hint names 'a list passed to nn.Sequential' (the answer does use the star) instead of the nn.ReLU class passed without ()"),
+    ''', label="nn.ReLU class, not an instance", words=('ReLU()',)),
     Answer("04.make_mlp", "fail", '''
         def make_mlp(sizes):
             layers = []
@@ -298,13 +297,11 @@ ANSWERS = [
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for p in model.parameters() if not p.requires_grad)
-    ''', label="counts the frozen ones only", words=('frozen',),
-           defect="hint names 'tests p.grad instead of p.requires_grad' instead of the inverted requires_grad test"),
+    ''', label="counts the frozen ones only", words=('frozen',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(v.numel() for v in model.state_dict().values() if v.requires_grad)
-    ''', label="state_dict tensors are detached (always 0)", words=('state_dict',),
-           defect="hint names 'tests p.grad instead of p.requires_grad' instead of state_dict() values being detached (requires_grad always False)"),
+    ''', label="state_dict tensors are detached (always 0)", words=('state_dict',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for m in model.modules() for p in m.parameters() if p.requires_grad)
@@ -337,8 +334,7 @@ ANSWERS = [
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             return sum(p.numel() for p in model.parameters(recurse=False) if p.requires_grad)
-    ''', label="recurse=False: top-level parameters only", words=('recurse=False',),
-           defect="hint names 'tests p.grad instead of p.requires_grad' instead of parameters(recurse=False) seeing only the top module's own parameters"),
+    ''', label="recurse=False: top-level parameters only", words=('recurse=False',)),
     Answer("04.count_trainable", "fail", '''
         def count_trainable(model):
             model.requires_grad_(True)
@@ -489,16 +485,14 @@ ANSWERS = [
                 module.weight = nn.Parameter(torch.randn(module.out_features, module.in_features) * std)
                 if module.bias is not None:
                     module.bias = nn.Parameter(torch.zeros(module.out_features))
-    ''', label="replaces the Parameters instead of changing them in place", words=("in place",),
-           defect="wrong answer accepted: the task says 'changed in place', but new nn.Parameter objects (an optimizer built earlier keeps the old ones) pass"),
+    ''', label="replaces the Parameters instead of changing them in place", words=("in place",)),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if type(module) == nn.Linear:
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-    ''', label="type(m) == nn.Linear skips Linear subclasses", words=("Linear",),
-           defect="wrong answer accepted: no test model holds a subclass of nn.Linear (e.g. MultiheadAttention's out_proj)"),
+    ''', label="type(m) == nn.Linear skips Linear subclasses", words=("Linear",)),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if isinstance(module, nn.Linear):
@@ -513,8 +507,7 @@ ANSWERS = [
                 module.weight.data = torch.randn(module.out_features, module.in_features) * std
                 if module.bias is not None:
                     module.bias.data = torch.zeros(module.out_features)
-    ''', label="new float32 tensors (a float64 layer changes dtype)", words=("dtype",),
-           defect="wrong answer accepted: no float64 (or non-CPU) test layer, so fresh float32 .data replacing the weight goes unseen"),
+    ''', label="new float32 tensors (a float64 layer changes dtype)", words=("dtype",)),
     Answer("04.kaiming_init", "fail", '''
         def kaiming_init(module):
             if isinstance(module, nn.Linear):
@@ -544,8 +537,7 @@ ANSWERS = [
                 nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-    ''', label="re-seeds the global RNG inside (same-shaped layers get identical weights)", words=("seed",),
-           defect="wrong answer accepted: torch.manual_seed inside the init (global RNG state changed; every same-shaped Linear gets the same weights) is not detected"),
+    ''', label="re-seeds the global RNG inside (same-shaped layers get identical weights)", words=("seed",)),
 
     # ------------------------------------------------------------------ 04.layer_output_stds
     Answer("04.layer_output_stds", "ok", '''
@@ -728,8 +720,7 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return stds
-    ''', label="runs the model twice", words=("once",),
-           defect="wrong answer accepted: the task says run model(x) once; a second forward (BatchNorm stats updated twice, Dropout redrawn) is not detected"),
+    ''', label="runs the model twice", words=("once",)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds = {}
@@ -738,8 +729,7 @@ ANSWERS = [
                     x = m(x)
                     stds[name] = x.std().item()
             return stds
-    ''', label="no hooks: chains the leaves by hand (wrong for a custom forward)", words=("hook",),
-           defect="wrong answer accepted: every test model's forward equals chaining its leaves in named_modules() order; no model with a custom forward (residual, branches, functional ops)"),
+    ''', label="no hooks: chains the leaves by hand (wrong for a custom forward)", words=("hook",)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             model.eval()
@@ -752,8 +742,7 @@ ANSWERS = [
             for h in handles:
                 h.remove()
             return stds
-    ''', label="switches the model to eval mode", words=("eval",),
-           defect="wrong answer accepted: model.eval() left switched on the caller's model is not detected"),
+    ''', label="switches the model to eval mode", words=("eval",)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds, handles = {}, []
@@ -812,8 +801,7 @@ ANSWERS = [
             for m in model.modules():
                 m._forward_hooks.clear()
             return stds
-    ''', label="clears _forward_hooks (also removes hooks that were there before)", words=("hook",),
-           defect="wrong answer accepted: no test model carries a hook of its own before the call, so clearing _forward_hooks wholesale goes unseen"),
+    ''', label="clears _forward_hooks (also removes hooks that were there before)", words=("hook",)),
     Answer("04.layer_output_stds", "fail", '''
         def layer_output_stds(model, x):
             stds, handles = {}, []
@@ -827,8 +815,7 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return stds
-    ''', label="hook returns a value (setdefault): replaces the module's output", words=('replaces',),
-           defect="message is only the crash inside model(x) (relu() got a float); nothing says the hook returned a value, which replaces the module's output"),
+    ''', label="hook returns a value (setdefault): replaces the module's output", words=('replaces',)),
     Answer("04.layer_output_stds", "fail", '''
         _STDS = {}
 
