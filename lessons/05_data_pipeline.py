@@ -444,8 +444,7 @@ assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sa
 # runs only the step that fails: it pickles the dataset, as the loader does for every worker, and
 # unpickles it in a fresh Python process, as a spawned worker does.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 method = torch.multiprocessing.get_start_method()
 print("start method here:", method)  # fork on Linux (up to Python 3.13), spawn on macOS and Windows
 assert method in ("fork", "spawn", "forkserver")
