@@ -281,9 +281,7 @@ print("float32 keeps ~7 digits:", f"{torch.tensor(0.1).item():.17f}", "vs float6
       f"{torch.tensor(0.1, dtype=torch.float64).item():.17f}")
 
 # %% [markdown]
-# Mismatch 1: NumPy arrays default to float64, layers are float32. Feeding one into the other fails
-# (only the error's type and message are printed from here on; the full traceback above showed the
-# rest):
+# Mismatch 1: NumPy arrays default to float64, layers are float32. Feeding one into the other fails:
 
 # %% tags=["raises-exception"]
 from torch import nn
