@@ -9,15 +9,17 @@
 # %% [markdown]
 # # 00 · Welcome: PyTorch from the inside
 #
-# This course looks at PyTorch the way you will meet it in real projects: mechanisms are run live
-# and classic pitfalls are reproduced (you see the wrong number or the real error message) and then
-# fixed, wherever a CPU can show them; every exercise is checked by code that tells you *which*
-# mistake you made. Everything runs on a CPU-only laptop, offline, in seconds per notebook.
+# This course shows PyTorch the way you will meet it in real projects. Mechanisms run live.
+# Classic pitfalls are reproduced: you see the wrong number or the real error message, then the fix.
+# Every exercise is checked by code that tells you *which* mistake you made. Everything runs on a
+# CPU-only laptop, offline, in seconds per notebook.
 #
-# A few effects exist only on a CUDA GPU (the cost of a sync, pinned-memory copies, GPU mixed
-# precision and memory, atomics, GPU utilisation and CUDA graphs). Their cells, in notebooks 01, 05,
-# 08, 10 and 11, run and measure on a GPU machine; on a CPU they print `Skipped on this machine (no CUDA GPU)` followed by
-# `What you would see on a GPU:` and typical figures, which are *not* measured on your machine.
+# A few effects exist only on a CUDA GPU: the cost of a sync, pinned-memory copies, GPU mixed
+# precision and memory, atomics, GPU utilisation and CUDA graphs. Their cells are in notebooks 01,
+# 05, 08, 10 and 11. On a GPU machine they run and measure.
+#
+# On a CPU they print `Skipped on this machine (no CUDA GPU)`, then `What you would see on a GPU:`
+# with typical figures. Those figures are *not* measured on your machine.
 #
 # ## You will learn (≈ 20 min)
 #
@@ -27,9 +29,9 @@
 #    so the input can decide how deep the network is, or which tree it follows.
 # 4. How to debug inside `forward` with `print` (and `breakpoint()`), because it is just Python.
 #
-# **How the course is laid out.** `notebooks/` holds the versions you work in; `solutions/` holds
-# the same notebooks with every exercise solved. Try an exercise yourself first, run its check, and
-# only then compare with `solutions/`.
+# **How the course is laid out.** `notebooks/` holds the versions you work in. `solutions/` holds
+# the same notebooks with every exercise solved. Try an exercise yourself first and run its check.
+# Only then compare with `solutions/`.
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
@@ -48,6 +50,7 @@ else:
     importlib.invalidate_caches()
     print(f"course_utils: installed from {source} (--no-deps: torch and the rest left as they are)")
 
+from course_utils.claims import confirm
 from course_utils.setup import setup
 
 info = setup(seed=0)
@@ -55,19 +58,23 @@ info = setup(seed=0)
 # %% [markdown]
 # ## 1. Environment check
 #
-# `setup()` seeds every random number generator (Python, NumPy, PyTorch), fixes PyTorch to one
-# thread, and sets the print precision. Fixing the thread count matters more than it looks: a
-# floating-point sum computed by 1 thread and by 8 threads adds the numbers in a different order,
-# and the last digits differ (notebook 10 shows it). With one thread, anyone with the same kind of
-# hardware and the same PyTorch build gets the numbers printed here, to the digits shown; another
-# CPU or math library may take a different code path and change the last digits.
+# `setup()` makes the numbers in these notebooks reproducible. It seeds every random number
+# generator (Python, NumPy, PyTorch), fixes PyTorch to one thread, and sets the print precision.
+#
+# The thread count matters more than it looks. A floating-point sum computed by 1 thread and by 8
+# threads adds the numbers in a different order, so the last digits differ (notebook 10 shows it).
+# With one thread, the same kind of hardware and the same PyTorch build print the numbers shown
+# here, to the digits shown. Another CPU or math library may take a different code path and change
+# the last digits.
 #
 # Every notebook picks its device the same way: CUDA if there is an NVIDIA GPU, else Apple's MPS,
-# else the CPU. Code written against a `device` variable runs unchanged on all three. PyTorch also
-# has one generic question for "is there an accelerator, and which?": `torch.accelerator` (CUDA,
-# MPS, XPU, ...). Ask it with `check_available=True`: without it, `current_accelerator()` names the
-# accelerator PyTorch was *built* for, even on a machine that has none (a CUDA build on a laptop
-# without an NVIDIA GPU still answers `cuda`). Below, `None` means no accelerator: the CPU is used.
+# else the CPU. Code written against a `device` variable runs unchanged on all three.
+#
+# PyTorch also has one generic question for "is there an accelerator, and which?":
+# `torch.accelerator` (CUDA, MPS, XPU, ...). Ask it with `check_available=True`. Without it,
+# `current_accelerator()` names the accelerator PyTorch was *built* for, even on a machine that has
+# none: a CUDA build on a laptop without an NVIDIA GPU still answers `cuda`. Below, `None` means no
+# accelerator, so the CPU is used.
 
 # %%
 import torch
@@ -83,8 +90,8 @@ print("torch.accelerator:", torch.accelerator.current_accelerator(check_availabl
 # ## 2. How exercises work
 #
 # An exercise asks you to write a small function. Its check runs your function **on fresh inputs
-# it makes itself** (not only the example in the notebook) and compares the result with a
-# reference solution. You get one of three answers:
+# it makes itself**, not only on the notebook's example. It compares the result with a reference
+# solution and gives one of three answers:
 #
 # - `[OK]` — correct on every test case;
 # - `[FAIL]` — what was expected and what your function produced; when your answer matches a
@@ -92,7 +99,7 @@ print("torch.accelerator:", torch.accelerator.current_accelerator(check_availabl
 # - `[TODO]` — you have not replaced the placeholder yet.
 #
 # Here is what a typical mistake looks like to the checker. The task is "return a *new* tensor equal
-# to `2 * x`"; this attempt doubles `x` in place, which silently changes the caller's data:
+# to `2 * x`". This attempt doubles `x` in place, which silently changes the caller's data:
 
 # %%
 from course_utils.exercises import check
@@ -126,11 +133,15 @@ check("00.double", double)
 # ## 3. The dynamic graph: the graph is whatever your code did
 #
 # PyTorch records operations **as they run** ("define by run"). There is no separate graph-building
-# step: the autograd graph of a result is simply the list of operations that produced it this time.
-# So ordinary Python control flow decides the graph. Below, the sign of the input picks the branch,
-# and the recorded graph changes with it. `y.grad_fn` is the node `backward()` visits first (the
-# *last* operation of the forward: here the `sum`, in both branches); its `next_functions` lead back
-# to the operation before it, the one the branch chose.
+# step. The *autograd graph* of a result is the record of the operations that produced it this
+# time; `backward()` walks it to compute gradients. So ordinary Python control flow decides the graph.
+#
+# Below, the sign of the input picks the branch, and the recorded graph changes with it. How to read
+# the printed graph:
+#
+# - `y.grad_fn` is the node `backward()` visits first. It is the *last* operation of the forward:
+#   here the `sum`, in both branches.
+# - its `next_functions` lead back to the operation before it, the one the branch chose.
 
 # %%
 def branchy(x: torch.Tensor) -> torch.Tensor:
@@ -157,15 +168,18 @@ first, second = branchy(x), branchy(x)
 print("equal values:", torch.equal(first, second), "| one shared graph:", first.grad_fn is second.grad_fn)
 
 # %% [markdown]
-# This is the mechanism to understand, more than any particular API: PyTorch has worked this way
-# since its first release, and everything later in the course rests on it. Autograd (notebook 03)
-# walks this recorded graph; an `nn.Module` (04) is Python code that records one; even
-# `torch.compile` and `torch.export` (11, 12) start by tracing what such code does. APIs come and go
-# between releases; "the graph is whatever this call did" does not.
+# This mechanism matters more than any particular API. PyTorch has worked this way since its first
+# release, and everything later in the course rests on it:
 #
-# A practical consequence: there is no compile stage between editing a model and running it.
-# Below, a model with a new data-dependent branch is defined, built, run forward and backward, all
-# timed together:
+# - autograd (notebook 03) walks this recorded graph;
+# - an `nn.Module` (04) is Python code that records one;
+# - even `torch.compile` and `torch.export` (11, 12) start by tracing what such code does.
+#
+# APIs come and go between releases; "the graph is whatever this call did" does not.
+#
+# A practical consequence: there is no compile stage between editing a model and running it. Below,
+# a model with a new data-dependent branch is defined, built, and run forward and backward. The
+# cell times all of it together:
 
 # %% tags=["nbval-ignore-output"]
 import time
@@ -191,18 +205,19 @@ edited = Edited()
 edited(torch.randn(32, 8)).sum().backward()
 elapsed = time.perf_counter() - start
 print(f"edit -> define, build, forward, backward: {elapsed * 1e3:.1f} ms")
-assert all(p.grad is not None for p in edited.parameters())
+confirm(all(p.grad is not None for p in edited.parameters()),
+        "right after the edit, backward reached every parameter: each one has a gradient")
 
 # %% [markdown]
-# The time printed above is what one edit-and-run cycle costs: milliseconds on a laptop, because
-# PyTorch only runs the Python you wrote. Compiling a graph first is possible, but optional:
-# notebook 11 times the first `torch.compile` call, which takes seconds to tens of seconds.
+# The time printed above is what one edit-and-run cycle costs: milliseconds on a laptop. PyTorch
+# only runs the Python you wrote. Compiling a graph first is possible, but optional: notebook 11
+# times the first `torch.compile` call, which takes seconds to tens of seconds.
 
 # %% [markdown]
 # The same idea scales to whole networks. `ShrinkNet` below applies one layer *while* the
-# activation is still large, so its depth is decided by the input at run time. A static-graph
-# framework would need special loop operators for this; here it is a `while` loop, and
-# backpropagation goes through exactly the steps that were taken.
+# activation is still large, so the input decides its depth at run time. Here that is a plain
+# `while` loop; a static-graph framework would need special loop operators. Backpropagation goes
+# through exactly the steps that were taken.
 
 # %%
 class ShrinkNet(nn.Module):
@@ -229,19 +244,20 @@ for norm in (3.0, 20.0, 100.0):
     net.scale.grad = None
 
 # %% [markdown]
-# The gradient with respect to `scale` depends on how many times `scale` was used: with `k`
+# The gradient with respect to `scale` depends on how many times `scale` was used. With `k`
 # applications the output is `scale**k * x`, so its derivative is `k * scale**(k-1) * sum(x)`.
 # Autograd got that right for every depth without being told the depth in advance.
 #
 # Explore it: move the sliders to change the input's norm and the layer's factor, and watch the
-# depth change. (If the sliders do not show, e.g. on GitHub, the static picture below tells the
-# same story.)
+# depth change. An input norm of 0.5 is already below 1, so it gets depth 0: a single point. (If the
+# sliders do not show, e.g. on GitHub, the static picture below tells the same story.)
 
 # %% tags=["nbval-ignore-output"]
 from course_utils.widgets.dynamic_depth import depth_explorer, norm_trajectory
 
 explorer = depth_explorer()
-assert len(norm_trajectory(1000.0)) > len(norm_trajectory(5.0)) > len(norm_trajectory(0.5)) == 1
+confirm(len(norm_trajectory(1000.0)) > len(norm_trajectory(5.0)) > len(norm_trajectory(0.5)) == 1,
+        "a larger input norm gives a deeper network, and an input of norm 0.5 gets no layer")
 explorer
 
 # %%
@@ -254,10 +270,13 @@ plt.show()
 # %% [markdown]
 # The first bar has height 0: an input whose norm is already below 1 gets no layer at all.
 #
-# Depth is not the only shape the input can decide. A *recursive* network follows a tree: here a
-# leaf is a word (a row of `leaves`) and an inner node combines its two children with one shared
-# layer. Parse trees of sentences, molecules and program syntax trees have this form, and every
-# input has a different tree.
+# Depth is not the only shape the input can decide. A *recursive* network follows a tree:
+#
+# - a leaf is a word (a row of `leaves`);
+# - an inner node combines its two children with one shared layer.
+#
+# Parse trees of sentences, molecules and program syntax trees have this form, and every input has a
+# different tree.
 
 # %%
 class TreeNet(nn.Module):
@@ -290,8 +309,8 @@ for tree in (((0, 1), 2), (0, (1, (2, (3, 4)))), ((0, 1), (2, (3, 4)))):
 
 # %% [markdown]
 # Each tree gets a graph with one `tanh` node per inner node of the tree (2, 4 and 4 above), built
-# by plain recursion. Backpropagation through such a graph is still exact. `gradcheck` (notebook 03
-# explains it) compares autograd's gradient with finite differences, in float64:
+# by plain recursion. Backpropagation through such a graph is still exact. `gradcheck` checks it: it
+# compares autograd's gradient with finite differences, in float64 (notebook 03 explains it).
 
 # %%
 tree_net64 = TreeNet().double()
@@ -328,10 +347,11 @@ check("00.shrink_until_small", shrink_until_small)
 # %% [markdown]
 # ## 4. Debugging inside `forward`
 #
-# Because `forward` is ordinary Python, you debug it like ordinary Python: put a `print` in it, or
-# a `breakpoint()` to stop there and inspect tensors interactively (`p x.shape`, `c` to continue).
-# The model below has a wiring mistake; the shapes printed *before* the crash tell us which layer
-# is wrong without reading the whole traceback.
+# Because `forward` is ordinary Python, you debug it like ordinary Python. Put a `print` in it, or a
+# `breakpoint()` to stop there and inspect tensors interactively (`p x.shape`, `c` to continue).
+#
+# The model below has a wiring mistake. The shapes printed *before* the crash tell us which layer is
+# wrong, without reading the whole traceback.
 
 # %%
 class Classifier(nn.Module):
@@ -402,7 +422,12 @@ check("00.layer_shapes", layer_shapes)
 #
 # ## Further reading
 #
-# - PyTorch docs: *Autograd mechanics* (how the graph is recorded).
-# - PyTorch docs: *torch.nn.Module* (`forward`, `__call__`).
-# - Python docs: *pdb — The Python Debugger* (`breakpoint()`).
-# - Next: `01_tensors.ipynb`.
+# - PyTorch docs: [*Autograd mechanics*](https://docs.pytorch.org/docs/stable/notes/autograd.html)
+#   (how the graph is recorded).
+# - PyTorch docs: [*torch.nn.Module*](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html)
+#   (`forward`, `__call__`).
+# - PyTorch docs: [*torch.accelerator*](https://docs.pytorch.org/docs/stable/accelerator.html)
+#   (`current_accelerator`).
+# - Python docs: [*pdb — The Python Debugger*](https://docs.python.org/3/library/pdb.html)
+#   (`breakpoint()`).
+# - Next: [01 · Tensors](01_tensors.ipynb).

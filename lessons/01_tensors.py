@@ -9,10 +9,12 @@
 # %% [markdown]
 # # 01 · Tensors: shape, dtype, device — and the memory behind them
 #
-# A tensor is more than a NumPy array with a GPU option: it carries a **shape**, a **dtype** and a
-# **device**, it may share memory with other tensors or with a NumPy array, and it can record the
-# operations that produced it. Most day-one PyTorch bugs come from one of these properties being
-# different from what you assumed. This notebook makes each of them visible.
+# A tensor is more than a NumPy array with a GPU option. It carries a **shape**, a **dtype** and a
+# **device**. It may share memory with other tensors or with a NumPy array. And it can record the
+# operations that produced it.
+#
+# Most day-one PyTorch bugs come from one of these properties being different from what you
+# assumed. This notebook makes each of them visible.
 #
 # ## You will learn (≈ 35 min)
 #
@@ -41,6 +43,7 @@ else:
     importlib.invalidate_caches()
     print(f"course_utils: installed from {source} (--no-deps: torch and the rest left as they are)")
 
+from course_utils.claims import confirm
 from course_utils.setup import setup
 
 info = setup(seed=0)
@@ -48,9 +51,11 @@ info = setup(seed=0)
 # %% [markdown]
 # ## 1. Creating tensors
 #
-# `torch.tensor(data)` copies Python or NumPy data. The factory functions create tensors of a
-# given shape directly; the `*_like` versions copy shape, dtype and device from another tensor,
-# which is the easy way to keep new tensors on the same device as your data.
+# `torch.tensor(data)` copies Python or NumPy data. The factory functions (`zeros`, `arange`,
+# `randn`, ...) create tensors of a given shape directly.
+#
+# The `*_like` versions copy shape, dtype and device from another tensor. They are the easy way to
+# keep new tensors on the same device as your data.
 
 # %%
 import numpy as np
@@ -86,10 +91,13 @@ print("images:", triad(images))
 print("labels:", triad(labels))
 
 # %% [markdown]
-# Two more things set a tensor apart from a NumPy array. It can **record the operations** that
-# produce results from it, so autograd can differentiate them (notebook 03 is about this), and it
-# can **move** to another device with `.to(...)`. Here `meta`, a device every PyTorch has, stands in
-# for a GPU (section 6 says more about it):
+# Two more things set a tensor apart from a NumPy array:
+#
+# - it can **record the operations** that produce results from it, so autograd can differentiate
+#   them (notebook 03 is about this);
+# - it can **move** to another device with `.to(...)`.
+#
+# Below, `meta`, a device every PyTorch has, stands in for a GPU (section 6 says more about it):
 
 # %%
 w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)   # ask PyTorch to record what is done with w
@@ -105,7 +113,7 @@ print("the NumPy array of w records nothing:", type(w.detach().numpy()).__name__
 # ## 3. The NumPy bridge shares memory
 #
 # `torch.from_numpy(arr)` does **not** copy: the tensor is a view of the array's memory. That is
-# fast, and it is a trap: change the array later (a data-augmentation step, a buffer reused for the
+# fast, and it is a trap. Change the array later (a data-augmentation step, a buffer reused for the
 # next batch) and the tensor you thought you had saved changes too.
 
 # %%
@@ -116,7 +124,7 @@ print("tensor from from_numpy:", shared)   # ... and the tensor changed as well
 print("same memory:", np.shares_memory(arr, shared.numpy()))
 
 # %% [markdown]
-# The fix is an explicit copy: `torch.tensor(arr)` always copies, and `torch.from_numpy(arr).clone()`
+# The fix is an explicit copy. `torch.tensor(arr)` always copies; `torch.from_numpy(arr).clone()`
 # copies after wrapping. (`tensor.numpy()` shares memory in the other direction, too.)
 
 # %%
@@ -147,10 +155,11 @@ check("01.independent_copy", independent_copy)
 # %% [markdown]
 # ## 4. Views and copies
 #
-# A tensor is a block of memory (its *storage*) plus a recipe for reading it: a shape and
-# **strides** (how many elements to skip to move one step along each dimension). `view`,
-# `transpose`, slicing and `t()` only change the recipe — they share memory. `transpose` makes the
-# tensor **non-contiguous**: walking it row by row no longer walks memory in order.
+# A tensor is a block of memory (its *storage*) plus a recipe for reading it. The recipe is a shape
+# and **strides**: how many elements to skip to move one step along each dimension.
+#
+# `view`, `transpose`, slicing and `t()` only change the recipe, so they share memory. `transpose`
+# makes the tensor **non-contiguous**: walking it row by row no longer walks memory in order.
 
 # %%
 x = torch.arange(12).reshape(3, 4)
@@ -164,9 +173,11 @@ print("all three share storage:", x.data_ptr() == v.data_ptr() == xt.data_ptr())
 
 # %% [markdown]
 # That holds for **basic** indexing only: integers and slices. Indexing with a list, an index tensor
-# or a boolean mask (*advanced* indexing) always builds a new tensor. Writing into that copy never
-# reaches `x`; to change `x` through an index, put the index on the left of `=` (that calls
-# `index_put_`, which writes into `x`):
+# or a boolean mask (*advanced* indexing) always builds a new tensor, so writing into it never
+# reaches `x`.
+#
+# To change `x` through an index, put the index on the left of `=`. That calls `index_put_`, which
+# writes into `x`:
 
 # %%
 def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -185,17 +196,20 @@ print("after x[[0, 2], 0] = -1:           x[:, 0] =", x[:, 0].tolist())
 
 # %% [markdown]
 # `view` never copies, so it refuses when the strides make the requested shape impossible. This is
-# the error behind the common idiom `x.view(x.size(0), -1)` after a `transpose` or `permute`:
+# the error behind the common idiom `x.view(x.size(0), -1)` after a `transpose` or `permute`. The
+# full traceback below is what an error looks like in Jupyter: read its last line first.
 
 # %% tags=["raises-exception"]
 batch = torch.randn(4, 3, 5).transpose(1, 2)   # e.g. (batch, time, features) from (batch, features, time)
 batch.view(batch.size(0), -1)
 
 # %% [markdown]
-# The fixes: `torch.flatten(batch, 1)` or `reshape` (they return a view when the strides allow
-# it and copy only when they must), or `.contiguous().view(...)` if you want the copy to be explicit:
-# `contiguous()` copies a non-contiguous tensor into fresh row-major memory (and returns a contiguous
-# tensor as it is). `nn.Flatten` does the same inside a model.
+# The fixes:
+#
+# - `torch.flatten(batch, 1)` or `reshape`: they return a view when the strides allow it and copy
+#   only when they must. `nn.Flatten` does the same inside a model.
+# - `.contiguous().view(...)`, if you want the copy to be explicit. `contiguous()` copies a
+#   non-contiguous tensor into fresh row-major memory (and returns a contiguous tensor as it is).
 
 # %%
 flat = torch.flatten(batch, start_dim=1)
@@ -206,7 +220,7 @@ print("contiguous():", tuple(dense.shape), "strides", dense.stride(), "| copied:
 print("reshape equals flatten:", torch.equal(batch.reshape(4, -1), flat))
 
 # %% [markdown]
-# So does `reshape` copy or not? It depends on the input, which is why you should never rely on
+# So does `reshape` copy or not? It depends on the input. That is why you should never rely on
 # writing through its result:
 
 # %%
@@ -234,14 +248,22 @@ check("01.flatten_batch", flatten_batch)
 # %% [markdown]
 # ## 5. dtypes: promotion, precision and the two classic mismatches
 #
-# Mixed-dtype arithmetic is *promoted* to a common dtype: int with float gives float, float32
-# with float64 gives float64. A Python number counts for less than a tensor: it never raises the
-# precision *within* the tensor's category (float32 `* 0.5` stays float32, int32 `* 5` stays int32),
-# but it can change the category: an integer tensor times a Python float becomes the default float
-# dtype, float32. A **0-dimensional** tensor (a scalar tensor, such as `torch.tensor(np.float64(0.5))`
-# used as a loss weight) ranks like a Python number: a float64 scalar tensor leaves float32 as it is,
-# while a float64 tensor of shape `(1,)` raises it to float64. `torch.result_type` answers the
-# question without computing anything.
+# Mixed-dtype arithmetic is *promoted* to a common dtype: int with float gives float, float32 with
+# float64 gives float64. The categories rank bool < integer < float.
+#
+# A Python number counts for less than a tensor. It never raises the precision *within* the
+# tensor's category: float32 `* 0.5` stays float32, int32 `* 5` stays int32. But it can change the
+# category: an integer tensor times a Python float becomes the default float dtype, float32.
+#
+# A **0-dimensional** tensor is a scalar tensor, such as `torch.tensor(np.float64(0.5))` used as a
+# loss weight. Within a category it ranks like a Python number: a float64 scalar tensor leaves
+# float32 as it is, while a float64 tensor of shape `(1,)` raises it to float64.
+#
+# When a 0-dim tensor brings a *higher category*, it does not act like a Python number. A float64
+# 0-dim tensor with an int64 tensor gives float64, its own dtype, not the default float32 that a
+# Python float gives.
+#
+# `torch.result_type` answers all these questions without computing anything.
 
 # %%
 i64, f32, f64 = torch.tensor([1]), torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64)
@@ -249,6 +271,8 @@ print("int64 + float32   ->", (i64 + f32).dtype)
 print("float32 + float64 ->", (f32 + f64).dtype, "(both of shape (1,))")
 print("float32 + float64 of shape () ->", (f32 + torch.tensor(1.0, dtype=torch.float64)).dtype,
       "(a 0-dim tensor ranks like a Python number)")
+print("int64 + float64 of shape () ->", (i64 + torch.tensor(0.5, dtype=torch.float64)).dtype,
+      "| int64 + 0.5 ->", (i64 + 0.5).dtype, "(a higher category: the 0-dim tensor's own dtype)")
 print("float32 * 0.5     ->", (f32 * 0.5).dtype, "| result_type:", torch.result_type(f32, 0.5))
 print("int32 * 5         ->", torch.result_type(torch.tensor([1], dtype=torch.int32), 5))
 print("int64 * 0.5       ->", torch.result_type(i64, 0.5), "(an int tensor and a Python float: the default float dtype)")
@@ -268,7 +292,8 @@ layer(features)
 
 # %% [markdown]
 # Fix it once, where the data enters PyTorch: `.float()` (or `torch.tensor(arr, dtype=torch.float32)`).
-# float32 is the default for training: it needs half the memory of float64 (printed below), and
+#
+# float32 is the default for training. It needs half the memory of float64 (printed below), and
 # GPUs are built for float32 and lower precisions (notebook 08 measures the low-precision side).
 
 # %%
@@ -277,7 +302,7 @@ print("bytes per element: float32", torch.float32.itemsize, "| float64", torch.f
 
 # %% [markdown]
 # Memory is half the story; float64 arithmetic is also slower. Time the same 512 × 512 matrix
-# product in both dtypes (best of 5 runs each, one thread):
+# product in both dtypes (best of 15 runs each, one thread):
 
 # %% tags=["nbval-ignore-output"]
 import time
@@ -286,7 +311,7 @@ a64, b64 = torch.randn(512, 512, dtype=torch.float64), torch.randn(512, 512, dty
 a32, b32 = a64.float(), b64.float()
 
 
-def best_ms(a: torch.Tensor, b: torch.Tensor, repeats: int = 5) -> float:
+def best_ms(a: torch.Tensor, b: torch.Tensor, repeats: int = 15) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -297,20 +322,24 @@ def best_ms(a: torch.Tensor, b: torch.Tensor, repeats: int = 5) -> float:
 
 ms32, ms64 = best_ms(a32, b32), best_ms(a64, b64)
 print(f"matmul 512x512: float32 {ms32:.2f} ms | float64 {ms64:.2f} ms | float64 / float32 = {ms64 / ms32:.1f}")
-assert torch.allclose((a32 @ b32).double(), a64 @ b64, rtol=1e-3, atol=1e-3)   # same product, less precise
+confirm(torch.allclose((a32 @ b32).double(), a64 @ b64, rtol=1e-3, atol=1e-3),
+        "float32 computes the same product as float64, to about 3 digits")
 
 # %% [markdown]
-# The ratio printed above is what this machine measured. A CPU's vector registers hold half as many
-# float64 numbers as float32 ones, and float64 matrices need twice the cache and memory traffic,
-# so on most CPUs a float64 matrix product takes roughly twice as long (the measured ratio varies
-# from run to run, more so on a busy machine). On GPUs the gap is usually larger and depends on
-# the model: consumer (GeForce) cards and inference cards such as the L4 run
-# float64 at 1/32 to 1/64 of their float32 rate, data-centre cards built for scientific computing
-# (A100, H100) at about half. That GPU part is not measured here.
+# On most CPUs a float64 matrix product takes two to three times as long as float32. The ratio
+# printed above is what this machine measured; it varies from run to run, more so on a busy machine.
+#
+# Why: a CPU's vector registers hold half as many float64 numbers as float32 ones, and float64
+# matrices need twice the cache and memory traffic.
+#
+# On GPUs the gap is usually larger, and it depends on the model. Consumer (GeForce) cards and
+# inference cards such as the L4 run float64 at 1/32 to 1/64 of their float32 rate. Data-centre cards
+# built for scientific computing (A100, H100) run it at about half. That GPU part is not measured
+# here.
 #
 # Mismatch 2: with one label per sample, shape `(N,)`, `CrossEntropyLoss` wants integer class
-# indices: int64 (`torch.long`) is the standard dtype for them (the error below shows that uint8,
-# `Byte`, is accepted too, but it only counts to 255). Class indices that arrive as float (read from
+# indices. int64 (`torch.long`) is the standard dtype for them. (The error below shows that uint8,
+# `Byte`, is accepted too, but it only counts to 255.) Class indices that arrive as float (read from
 # a CSV) or as int32 are refused:
 
 # %% tags=["raises-exception"]
@@ -323,8 +352,8 @@ print("loss with int64 labels:", round(nn.CrossEntropyLoss()(logits, float_label
 
 # %% [markdown]
 # Float targets *are* accepted in one other form: class **probabilities** with the logits' shape
-# `(N, C)`, each row summing to 1 ("soft labels", as MixUp, CutMix or distillation produce). One-hot
-# rows are the special case that gives the same loss as the int64 labels:
+# `(N, C)`, each row summing to 1. These are "soft labels", as MixUp, CutMix or distillation produce
+# them. One-hot rows are the special case that gives the same loss as the int64 labels:
 
 # %%
 one_hot = nn.functional.one_hot(float_labels.long(), num_classes=3).float()   # shape (4, 3), float32
@@ -332,7 +361,7 @@ print("target shape", tuple(one_hot.shape), "| loss with one-hot probabilities:"
       round(nn.CrossEntropyLoss()(logits, one_hot).item(), 4), "(the same as above)")
 
 # %% [markdown]
-# Embedding layers have the same rule for their indices: an `nn.Embedding` looks up rows by integer
+# Embedding layers have the same rule for their indices. An `nn.Embedding` looks up rows by integer
 # index, and token ids that arrive as float are refused:
 
 # %% tags=["raises-exception"]
@@ -341,7 +370,7 @@ token_ids = torch.tensor([3.0, 1.0, 7.0])    # ids read as floats
 embedding(token_ids)
 
 # %% [markdown]
-# As the message says, int64 (`Long`) and int32 (`Int`) are both accepted; int64 is what
+# As the message says, int64 (`Long`) and int32 (`Int`) are both accepted. int64 is what
 # `torch.tensor` makes from Python integers, and the usual choice:
 
 # %%
@@ -351,18 +380,21 @@ print("int64 ids:", tuple(embedding(token_ids.long()).shape), "| int32 ids:", tu
 # ## 6. Devices: write the code once
 #
 # A tensor lives on exactly one device, and an operation needs all its inputs on the same device.
+#
 # Code copied from a GPU machine often hard-codes the GPU, with `.cuda()` or `.to("cuda")` (the same
-# move). On a machine without an NVIDIA GPU that line crashes (a CPU-only build of PyTorch words it
-# differently: `Torch not compiled with CUDA enabled`):
+# move). On a machine without an NVIDIA GPU that line crashes. (A CPU-only build of PyTorch words it
+# differently: `Torch not compiled with CUDA enabled`.)
 
 # %% tags=["raises-exception"]
 images.cuda()                      # hard-coded GPU: crashes on a machine without one
 
 # %% [markdown]
 # The portable pattern is a `device` variable chosen once and used everywhere: `model.to(device)`,
-# `x.to(device)`. The generic `torch.accelerator` API gives the same choice for any accelerator
-# (CUDA, Apple's MPS, Intel's XPU); pass `check_available=True`, or it names the accelerator PyTorch
-# was built for even when the machine has none:
+# `x = x.to(device)`.
+#
+# The generic `torch.accelerator` API gives the same choice for any accelerator (CUDA, Apple's MPS,
+# Intel's XPU). Pass `check_available=True`; without it, it names the accelerator PyTorch was built
+# for, even when the machine has none:
 
 # %%
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -371,20 +403,42 @@ print("generic form:", torch.accelerator.current_accelerator(check_available=Tru
 print("images moved:", triad(images.to(device)))
 
 # %% [markdown]
-# This laptop may have no GPU, but PyTorch has a second device everywhere: `meta`, which has shapes
-# and dtypes but no data. Mixing it with CPU tensors reproduces the device-mismatch error you get when
-# a model is on the GPU and the batch is still on the CPU. Only the wording differs: below is the
-# meta device's message; with the model on a CUDA GPU, the same line says
-# `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`
-# (the two devices may be listed in either order, sometimes followed by the argument and operation
-# being checked). Either way the fix is to move one of them. (The cell below can take several
-# seconds before its error shows: PyTorch loads its meta implementations on first use, and Jupyter
-# then formats a traceback that runs through PyTorch's own Python code. It is not hung; the same
-# cell run again fails much faster.)
+# This laptop may have no GPU, but PyTorch has a second device everywhere: `meta`. A meta tensor has
+# a shape and a dtype but no data.
+#
+# The most common device bug: `x.to(device)` returns a **new** tensor and leaves `x` where it was, so
+# it must be reassigned. `model.to(device)` moves the module's parameters **in place**:
 
-# %% tags=["raises-exception"]
+# %%
+x = torch.ones(2)
+x.to("meta")                                      # a moved copy, thrown away
+print("x.to('meta') alone:   x is on", x.device)
+x = x.to("meta")                                  # reassigned
+print("x = x.to('meta'):     x is on", x.device)
+model_moved = nn.Linear(3, 2)
+model_moved.to("meta")                            # no reassignment needed for a module
+print("model.to('meta') alone: the weight is on", model_moved.weight.device)
+
+# %% [markdown]
+# Mixing a meta tensor with CPU tensors reproduces the device-mismatch error you get when a model is
+# on the GPU and the batch is still on the CPU. Either way the fix is to move one of them.
+#
+# Only the wording differs. Below is the meta device's message. With the model on a CUDA GPU, the
+# same line says
+# `Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`
+# (the two devices may come in either order, sometimes followed by the argument and operation
+# being checked).
+#
+# The cell below prints only the error's type and message: its full traceback runs through 150
+# lines of PyTorch's own code. The first run can take a few seconds, because PyTorch loads its meta
+# implementations on first use.
+
+# %%
 model_elsewhere = nn.Linear(3, 2).to("meta")     # stands in for "the model is on the GPU"
-model_elsewhere(torch.ones(1, 3))                 # the batch is still on the CPU
+try:
+    model_elsewhere(torch.ones(1, 3))             # the batch is still on the CPU
+except RuntimeError as error:
+    print(f"{type(error).__name__}: {error}")
 
 # %%
 batch_there = torch.ones(1, 3).to("meta")         # move the batch to the model's device
@@ -393,7 +447,8 @@ print("after moving the batch:", triad(model_elsewhere(batch_there)))
 
 # %% [markdown]
 # Real batches are rarely one tensor: a DataLoader gives tuples, lists or dicts (images, labels,
-# masks, metadata). Moving them needs a function that walks the structure.
+# masks, metadata). Moving them needs a function that walks the structure. (A DataLoader is the
+# object that hands out a dataset in batches; notebook 05 builds one.)
 #
 # ### Exercise 3 — `to_device`
 #
@@ -426,12 +481,15 @@ check("01.to_device", to_device)
 # %% [markdown]
 # ## 7. `.item()` in a loop: cheap on a CPU, a wait on a GPU
 #
-# `.item()` turns a one-element tensor into a Python number. On a GPU, that means *waiting*: the CPU
-# must stop queueing work until the GPU has finished everything before it, then copy the value
-# back — a host↔device synchronization. `.cpu()` on a GPU tensor does the same. Called every step,
-# it removes the overlap between Python and the GPU. On a CPU there is no device to wait for, but
-# each call still crosses from PyTorch to Python. Measure the CPU cost here: accumulate a running
-# loss with `.item()` every step versus accumulating a tensor and converting once.
+# `.item()` turns a one-element tensor into a Python number. On a GPU, that means *waiting*. The CPU
+# must stop queueing work until the GPU has finished everything before it, then copy the value back:
+# a host↔device *synchronization*. `.cpu()` on a GPU tensor does the same.
+#
+# Called every step, a sync removes the overlap between Python and the GPU. On a CPU there is no
+# device to wait for, but each call still crosses from PyTorch to Python.
+#
+# Measure the CPU cost here. One loop accumulates a running loss with `.item()` every step; the
+# other accumulates a tensor and converts once.
 
 # %% tags=["nbval-ignore-output"]
 import time
@@ -465,21 +523,24 @@ for fn in (with_item, once_at_the_end, vectorised):
     print(f"{fn.__name__:16s} {timings[fn.__name__] * 1e3:9.3f} ms  total={result:.2f}")
 print(f".item() loop / tensor loop time ratio on this machine: "
       f"{timings['with_item'] / timings['once_at_the_end']:.2f}")
-assert abs(with_item() - once_at_the_end()) < 1.0
-assert timings["vectorised"] < min(timings["with_item"], timings["once_at_the_end"]) / 2   # usually ~100x
+confirm(abs(with_item() - once_at_the_end()) < 1.0, "both loops compute the same total")
+confirm(timings["vectorised"] < min(timings["with_item"], timings["once_at_the_end"]) / 2,
+        "the vectorised sum is much faster than either Python loop (usually about 100 times)")
 
 # %% [markdown]
-# Read your numbers. On a CPU there is no device to wait for, so `.item()` is cheap, and the
-# tensor-accumulating loop is often *no faster or even slower* (each `+=` on a tensor dispatches a
-# PyTorch operation, which costs more than converting a number). Here the ratio printed above is
-# what your machine measured. The clear winner is the vectorised `sum()`, by orders of magnitude,
-# because it removes the Python loop.
+# Read your numbers. The clear winner is the vectorised `sum()`, by orders of magnitude, because it
+# removes the Python loop.
 #
-# On a GPU the picture changes: every `.item()` or `.cpu()` stalls the CPU until the GPU queue
-# drains, so the per-step conversion is the one that can hurt. The next cell measures that on a
-# CUDA GPU (on a machine without one it only says why it skips): a loop of small matrix products
-# whose loss is converted every step, with `.item()` or `.cpu()`, against the same loop that keeps
-# the running loss on the GPU and converts once at the end. Each timing ends with
+# On a CPU there is no device to wait for, so `.item()` is cheap. The tensor-accumulating loop is
+# often *no faster, or even slower*: each `+=` on a tensor dispatches a PyTorch operation, which costs
+# more than converting a number. The ratio printed above is what your machine measured.
+#
+# On a GPU the picture changes. Every `.item()` or `.cpu()` stalls the CPU until the GPU queue
+# drains, so the per-step conversion is the one that can hurt.
+#
+# The next cell measures that on a CUDA GPU (on a machine without one it only says why it skips). A
+# loop of small matrix products converts its loss every step, with `.item()` or `.cpu()`. The same
+# loop then keeps the running loss on the GPU and converts once at the end. Each timing ends with
 # `torch.cuda.synchronize()`, so every version is timed until its GPU work is done.
 
 # %% tags=["nbval-ignore-output"]
@@ -521,12 +582,17 @@ if on_gpu:
         print(f"{convert:20s} {seconds * 1e3:8.2f} ms  running loss={total:.4f}")
     print(f".item() every step / once at the end on this GPU: "
           f"{gpu_times['.item() every step'] / gpu_times['once at the end']:.2f}")
-    assert abs(gpu_loop(".item() every step")[1] - gpu_loop("once at the end")[1]) < 1e-2  # same sum
-assert on_gpu == torch.cuda.is_available()
+    confirm(abs(gpu_loop(".item() every step")[1] - gpu_loop("once at the end")[1]) < 1e-2,
+            "converting every step and converting once give the same running loss")
+confirm(on_gpu == torch.cuda.is_available(), "the GPU part runs exactly when a CUDA GPU is available")
 
 # %% [markdown]
-# The habit that is right on both: keep values as tensors inside the training loop and convert
-# once per logging step; notebook 11 profiles this on a real training step.
+# The habit that is right on both: keep values as tensors inside the training loop, and convert
+# once per logging step. Notebook 11 profiles this on a real training step.
+#
+# One caution when the values are losses that autograd recorded: accumulate them with `.detach()`
+# (`total += loss.detach()`), or the running total drags every step's graph along and keeps it in
+# memory. Notebook 06 shows it.
 
 # %% [markdown]
 # ## Key points
@@ -540,18 +606,23 @@ assert on_gpu == torch.cuda.is_available()
 #   never rely on which) or make the copy explicit with `.contiguous()`.
 # - Convert data to float32 where it enters PyTorch: float64 doubles the memory and is slower.
 # - A 0-dim tensor, like a Python number, never raises precision within a category (float32 stays
-#   float32).
+#   float32). If it brings a higher category (a float64 0-dim tensor with an int tensor), the result
+#   takes its own dtype (float64), not the default float32.
 # - Class-index labels and embedding indices are integers (int64 as a rule); `CrossEntropyLoss`
 #   takes float targets only as `(N, C)` class probabilities.
 # - Never hard-code `.cuda()`: one `device` variable, `.to(device)` for models and batches
-#   (recursively for nested batches).
+#   (recursively for nested batches). Reassign tensors (`x = x.to(device)`); a module moves in place.
 # - Keep numbers as tensors inside loops; `.item()` and `.cpu()` (each a GPU sync) once per log step.
 #   On a CPU the per-step `.item()` costs little; on a GPU it makes the CPU wait every step.
+#   Accumulate losses with `.detach()`, or the total keeps every step's graph.
 #
 # ## Further reading
 #
-# - PyTorch docs: *Tensor Attributes* (dtype, device, layout).
-# - PyTorch docs: *Tensor Views*.
-# - PyTorch docs: *torch.from_numpy* and *Type Promotion* (`torch.result_type`).
-# - PyTorch docs: *CUDA semantics* (asynchronous execution and synchronization).
-# - Next: `02_broadcasting_pitfalls.ipynb`.
+# - PyTorch docs: [*Tensor Attributes*](https://docs.pytorch.org/docs/stable/tensor_attributes.html)
+#   (dtype, device, layout; type promotion).
+# - PyTorch docs: [*Tensor Views*](https://docs.pytorch.org/docs/stable/tensor_view.html).
+# - PyTorch docs: [*torch.from_numpy*](https://docs.pytorch.org/docs/stable/generated/torch.from_numpy.html)
+#   and [*torch.result_type*](https://docs.pytorch.org/docs/stable/generated/torch.result_type.html).
+# - PyTorch docs: [*CUDA semantics*](https://docs.pytorch.org/docs/stable/notes/cuda.html)
+#   (asynchronous execution and synchronization).
+# - Previous: [00 · Welcome](00_welcome.ipynb). Next: [02 · Broadcasting pitfalls](02_broadcasting_pitfalls.ipynb).

@@ -10,11 +10,14 @@
 # # 02 · Broadcasting pitfalls
 #
 # Broadcasting lets you combine tensors of different shapes without writing loops or copying
-# data: subtract a mean from a whole batch, scale every channel of an image, compare every
-# point with every other point. The same convenience produces some of the nastiest bugs in
-# PyTorch code, because a shape mistake often does **not** raise: it silently computes
-# something else. This notebook shows the rules, reproduces the classic silent loss bug end to
-# end, and builds the habits that catch it.
+# data. You can subtract a mean from a whole batch, scale every channel of an image, or compare
+# every point with every other point.
+#
+# The same convenience produces some of the nastiest bugs in PyTorch code. A shape mistake often
+# does **not** raise: it silently computes something else.
+#
+# This notebook shows the rules, reproduces the classic silent loss bug end to end, and builds the
+# habits that catch it.
 #
 # ## You will learn (≈ 35 min)
 #
@@ -42,6 +45,7 @@ else:
     importlib.invalidate_caches()
     print(f"course_utils: installed from {source} (--no-deps: torch and the rest left as they are)")
 
+from course_utils.claims import confirm
 from course_utils.setup import setup
 
 _ = setup()
@@ -71,7 +75,7 @@ device = torch.device("cpu")  # shapes behave the same on every device; the data
 #    to the other size; the result takes the larger size in every position.
 #
 # The most common use: subtract the per-feature mean from a batch. `scores` holds 6 samples with
-# 4 features each; its column means have shape `(4,)`, which lines up with the last dim.
+# 4 features each. Its column means have shape `(4,)`, which lines up with the last dim.
 
 # %%
 scores = torch.randn(6, 4, device=device)  # 6 samples x 4 features
@@ -90,8 +94,9 @@ print("shape", tuple(stretched.shape), "| strides", stretched.stride(),
       "| same memory as col_mean:", stretched.data_ptr() == col_mean.data_ptr())
 
 # %% [markdown]
-# `course_utils.viz.shapes.explain_broadcast` applies the two rules step by step (it agrees with
-# `torch.broadcast_shapes`, which you can call yourself to predict a shape without computing anything).
+# `course_utils.viz.shapes.explain_broadcast` applies the two rules step by step. It agrees with
+# `torch.broadcast_shapes`, which you can call yourself to predict a shape without computing
+# anything.
 
 # %%
 for a, b in [((6, 4), (4,)), ((5, 1, 3), (4, 1)), ((6, 4), (6,))]:
@@ -111,8 +116,10 @@ row_mean = scores.mean(dim=1)  # (6,)
 scores - row_mean              # (6, 4) - (6,): 4 vs 6 in the last dim
 
 # %% [markdown]
-# The error names *dimension 1* of the result: the last dim, where 4 met 6. The fix is to keep the
-# reduced dim as size 1, so the means line up with the rows (`(6, 1)` against `(6, 4)`):
+# The error names *dimension 1* of the result: the last dim, where 4 met 6.
+#
+# The fix is to keep the reduced dim as size 1, so the means line up with the rows (`(6, 1)` against
+# `(6, 4)`):
 
 # %%
 row_mean = scores.mean(dim=1, keepdim=True)  # (6, 1)
@@ -126,9 +133,12 @@ print(tuple(row_mean.shape), "->", tuple(rows_centered.shape),
 #
 # ## 2. See it: the broadcasting diagram and explorer
 #
-# Each row of boxes is one shape, right-aligned. Blue boxes match; yellow `1→n` is a size-1 dim
-# being stretched; a dashed `·→n` box is a missing dim (treated as 1, then stretched); red marks
-# the dim where the rules fail.
+# Each row of boxes is one shape, right-aligned. How to read the boxes:
+#
+# - blue boxes match;
+# - yellow `1→n` is a size-1 dim being stretched;
+# - a dashed `·→n` box is a missing dim (treated as 1, then stretched);
+# - red marks the dim where the rules fail.
 
 # %%
 _ = draw_broadcasts([((6, 4), (4,)), ((5, 1, 3), (4, 1)), ((8, 3, 32, 32), (3,)), ((64, 1), (64,))])
@@ -136,11 +146,17 @@ plt.show()
 
 # %% [markdown]
 # The explorer below does the same for any two shapes you type (e.g. `8, 3, 32, 32` and `3, 1, 1`)
-# or pick from the examples, and it also asks torch itself (with shape-only tensors on the `meta`
-# device), so you see torch's verdict, or its error, next to the diagram. The error is the meta
-# device's wording, which differs from what CPU and CUDA tensors say: for the two shapes below, CPU
-# tensors raise `The size of tensor a (32) must match the size of tensor b (3) at non-singleton
-# dimension 3` (the message of section 1). Same rule, same verdict, different words.
+# or pick from the examples. Type sizes separated by commas; text it cannot read as a shape (such as
+# `8, x, 3`) is named, not guessed.
+#
+# The explorer also asks torch itself, with shape-only tensors on the `meta` device (a device with
+# shapes and dtypes but no data). So you see torch's verdict, or its error, next to the diagram.
+#
+# That error is the meta device's wording, which differs from what CPU and CUDA tensors say. For
+# the two shapes below, CPU tensors raise `The size of tensor a (32) must match the size of tensor b
+# (3) at non-singleton dimension 3` (the message of section 1). Same rule, same verdict, different
+# words.
+#
 # Its static rendering, for readers without a running kernel:
 
 # %%
@@ -150,15 +166,18 @@ plt.show()
 # %% tags=["nbval-ignore-output"]
 explorer = broadcast_explorer("64, 1", "64")
 display(explorer)
-assert explorer.explanation is not None and explorer.explanation.result == (64, 64)
+confirm(explorer.explanation is not None and explorer.explanation.result == (64, 64),
+        "shapes (64, 1) and (64,) broadcast to (64, 64)")
 
 # %% [markdown]
 # ## 3. The silent `(N, 1)` vs `(N,)` loss bug
 #
 # A regression model made of `nn.Linear(1, 1)` returns predictions of shape `(N, 1)`: one row per
 # sample, one output column. Targets loaded from a dataset usually come as a plain vector, shape
-# `(N,)`. Subtract them and the rules from section 1 apply: `(N, 1)` and `(N,)` broadcast to
-# `(N, N)`, a table of every prediction minus every target. Nothing raises.
+# `(N,)`.
+#
+# Subtract them and the rules from section 1 apply: `(N, 1)` and `(N,)` broadcast to `(N, N)`, a
+# table of every prediction minus every target. Nothing raises.
 #
 # Data: 64 points on the line `y = 3x - 1` plus noise.
 
@@ -186,13 +205,16 @@ print(f"correct loss: {mse(pred.squeeze(1), y).item():.4g}")
 
 # %% [markdown]
 # Both numbers look like reasonable losses for an untrained model: nothing on the screen says
-# "bug". The gradient tells the truth. For the correct loss $L = \frac1N\sum_i (p_i - y_i)^2$
-# with $p_i = w x_i + b$, calculus gives
+# "bug".
+#
+# The gradient tells the truth. For the correct loss $L = \frac1N\sum_i (p_i - y_i)^2$ with
+# $p_i = w x_i + b$, calculus gives
 #
 # $$\frac{\partial L}{\partial w} = \frac{2}{N}\sum_i (p_i - y_i)\,x_i, \qquad
 #   \frac{\partial L}{\partial b} = \frac{2}{N}\sum_i (p_i - y_i).$$
 #
-# Compare that hand-computed gradient with what `backward()` gives for each loss:
+# Compare that hand-computed gradient with what `backward()` gives for each loss. (`backward()`
+# computes the gradient of a loss with respect to every parameter; notebook 03 explains it.)
 
 # %%
 def grads_of(loss):
@@ -215,10 +237,15 @@ print("buggy loss matches the hand gradient:  ", torch.allclose(g_bug, g_hand, a
 
 
 # %% [markdown]
-# The buggy loss is the mean over all $N^2$ pairs $(p_i - y_j)^2$, and that average splits into
-# $\operatorname{var}(p) + (\bar p - \bar y)^2 + \operatorname{var}(y)$. It is smallest when every
-# prediction equals the **mean target**: the best model under this loss ignores `x` completely.
-# Train both versions the same way and measure the *correct* MSE as we go:
+# The buggy loss is the mean over all $N^2$ pairs $(p_i - y_j)^2$. That average splits into
+# $\operatorname{var}(p) + (\bar p - \bar y)^2 + \operatorname{var}(y)$.
+#
+# It is smallest when every prediction equals the **mean target**: the best model under this loss
+# ignores `x` completely.
+#
+# Train both versions the same way and measure the *correct* MSE as we go. The training loop below
+# uses an optimizer, `zero_grad()`, `backward()` and `step()`. What these four lines do: notebooks 03
+# and 06. Here only the loss matters.
 
 # %%
 def train(buggy: bool, steps: int = 150, lr: float = 0.1):
@@ -266,14 +293,17 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The buggy model settles on a flat line at the mean of `y`: training made its true MSE *worse*
-# than at initialisation, ending exactly at the variance of the targets. The fixed model recovers
-# slope 3 and intercept -1 and reaches the noise level (0.3² ≈ 0.09).
+# The buggy model settles on a flat line at the mean of `y`. Training made its true MSE *worse*
+# than at initialisation, ending exactly at the variance of the targets.
+#
+# The fixed model recovers slope 3 and intercept -1, and reaches the noise level (0.3² ≈ 0.09).
 #
 # **The fix** is to give prediction and target the same shape before subtracting:
-# `pred.squeeze(1)` (or `target.unsqueeze(1)`, or `pred.view(-1)`). The built-in losses help here:
-# `F.mse_loss` computes the same broadcast values but **warns** about the mismatch. Warnings are easy
-# to miss in a long training log, so here it is captured and printed:
+# `pred.squeeze(1)` (or `target.unsqueeze(1)`, or `pred.view(-1)`).
+#
+# The built-in losses help here: `F.mse_loss` computes the same broadcast values but **warns** about
+# the mismatch. Warnings are easy to miss in a long training log, so here it is captured and
+# printed:
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
@@ -290,7 +320,9 @@ print(f"with matching shapes: {len(caught)} warnings, loss {fixed_loss.item():.4
 #
 # Reductions (`sum`, `mean`, `amax`, `std`, ...) remove the reduced dim unless you pass
 # `keepdim=True`. Combining the reduced tensor with the original then lines it up with the **last**
-# dim. On a square matrix that silently does the wrong thing. We want each row of `m` to sum to 1:
+# dim.
+#
+# On a square matrix that silently does the wrong thing. We want each row of `m` to sum to 1:
 
 # %%
 m = torch.tensor([[1.0, 1.0, 2.0],
@@ -308,7 +340,8 @@ print("row sums (want all 1):", right.sum(dim=1), "with keepdim")
 # ## 5. `squeeze` and `unsqueeze`: say which dim
 #
 # `squeeze()` without an argument removes **every** size-1 dim. That fixes `(N, 1)` for most
-# batches, and breaks on the one batch that has a single sample: `(1, 1)` becomes a 0-d scalar.
+# batches. It breaks on the one batch that has a single sample: `(1, 1)` becomes a 0-d scalar.
+#
 # Here predictions for 9 samples come in batches of 4, 4 and 1:
 
 # %%
@@ -319,7 +352,7 @@ print([tuple(b.squeeze().shape) for b in batches])
 all_preds = torch.cat([b.squeeze() for b in batches])
 
 # %% [markdown]
-# Name the dim you mean. `squeeze(1)` only removes dim 1 (and only if it has size 1), so the batch
+# Name the dim you mean. `squeeze(1)` removes only dim 1 (and only if it has size 1), so the batch
 # dim survives even when it is 1:
 
 # %%
@@ -339,9 +372,13 @@ print(tuple(table.shape), "| equals torch.outer:", torch.equal(table, torch.oute
 # %% [markdown]
 # ## 6. `einsum`: name every dim
 #
-# `torch.einsum` makes the alignment explicit: each operand's dims get letters, the same letter in
-# two operands means "these dims belong together", and letters missing from the output are summed.
-# The per-sample dot product and a batched matrix product:
+# `torch.einsum` makes the alignment explicit:
+#
+# - each operand's dims get letters;
+# - the same letter in two operands means "these dims belong together";
+# - letters missing from the output are summed.
+#
+# Below, the per-sample dot product and a batched matrix product:
 
 # %%
 a = torch.randn(5, 3)
@@ -352,16 +389,16 @@ A, B = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
 print(tuple(torch.einsum("bij,bjk->bik", A, B).shape), torch.allclose(torch.einsum("bij,bjk->bik", A, B), A @ B, atol=1e-6))
 
 # %% [markdown]
-# Written with einsum, the loss bug cannot hide: the equation says the prediction has **one**
-# dim `n`, and an `(N, 1)` prediction has two, so torch raises instead of building an `(N, N)` table.
+# Written with einsum, the loss bug cannot hide. The equation says the prediction has **one** dim
+# `n`, and an `(N, 1)` prediction has two, so torch raises instead of building an `(N, N)` table.
 
 # %% tags=["raises-exception"]
 pred_dot_y = torch.einsum("n,n->", model(x), y)  # sum_i pred_i * y_i
 
 # %% [markdown]
-# One honest caveat: einsum still broadcasts a size-1 dim against a letter's size
-# (`"nd,nd->n"` accepts `(5, 3)` with `(5, 1)`). It catches a missing or extra dim, not every
-# shape bug, so keep the assertions of the next section too.
+# einsum catches a missing or extra dim, not every shape bug. It still broadcasts a size-1 dim
+# against a letter's size: `"nd,nd->n"` accepts `(5, 3)` with `(5, 1)`. So keep the assertions of
+# the next section too.
 
 # %%
 print(tuple(torch.einsum("nd,nd->n", a, b[:, :1]).shape), "<- (5, 3) with (5, 1) ran without complaint")
@@ -371,8 +408,10 @@ print(tuple(torch.einsum("nd,nd->n", a, b[:, :1]).shape), "<- (5, 3) with (5, 1)
 # ## 7. Shape assertions as a habit
 #
 # One line at the top of a function turns a silent wrong answer into an error at the line that
-# caused it, with a message that says what to do. Put them where shapes change meaning: before a
-# loss, after a `view`/`reshape`/`squeeze`, after a reduction.
+# caused it, with a message that says what to do.
+#
+# Put them where shapes change meaning: before a loss, after a `view`/`reshape`/`squeeze`, after a
+# reduction.
 
 # %%
 def mse_checked(pred, target):
@@ -391,8 +430,8 @@ print(f"loss with matching shapes: {mse_checked(model(x).squeeze(1), y).item():.
 
 # %% [markdown]
 # While developing, print shapes around every operation that adds or removes dims (`sum`, `mean`,
-# `squeeze`, `unsqueeze`, `view`), or write the expected shape in a comment (`# (N, D)`) and assert it.
-# Asserts cost next to nothing compared with a training step.
+# `squeeze`, `unsqueeze`, `view`). Or write the expected shape in a comment (`# (N, D)`) and assert
+# it. Asserts cost next to nothing compared with a training step.
 #
 # ## 8. Exercises
 #
@@ -481,8 +520,15 @@ check("02.pairwise_sq_dists", pairwise_sq_dists)
 # ## Further reading
 #
 # PyTorch documentation pages:
-# - *Broadcasting semantics* (Notes section)
-# - `torch.broadcast_shapes`, `torch.Tensor.expand`
-# - `torch.squeeze`, `torch.unsqueeze`
-# - `torch.einsum`
-# - `torch.nn.functional.mse_loss` and `torch.nn.MSELoss` (shape requirements and the size-mismatch warning)
+#
+# - [*Broadcasting semantics*](https://docs.pytorch.org/docs/stable/notes/broadcasting.html) (Notes section)
+# - [`torch.broadcast_shapes`](https://docs.pytorch.org/docs/stable/generated/torch.broadcast_shapes.html),
+#   [`torch.Tensor.expand`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.expand.html)
+# - [`torch.squeeze`](https://docs.pytorch.org/docs/stable/generated/torch.squeeze.html),
+#   [`torch.unsqueeze`](https://docs.pytorch.org/docs/stable/generated/torch.unsqueeze.html)
+# - [`torch.einsum`](https://docs.pytorch.org/docs/stable/generated/torch.einsum.html)
+# - [`torch.nn.functional.mse_loss`](https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.mse_loss.html)
+#   and [`torch.nn.MSELoss`](https://docs.pytorch.org/docs/stable/generated/torch.nn.MSELoss.html)
+#   (shape requirements and the size-mismatch warning)
+#
+# Previous: [01 · Tensors](01_tensors.ipynb). Next: [03 · Autograd](03_autograd.ipynb).

@@ -128,6 +128,15 @@ def test_broadcast_explorer_reacts() -> None:
     assert explorer.example.value is None and explorer.explanation.result == (32, 100)
 
 
+@pytest.mark.parametrize("text, bad", [("8, x, 3", "'x' is not a size"), ("8,,3", "missing"), ("5, -1", "'-1'")])
+def test_broadcast_explorer_names_invalid_input(text: str, bad: str) -> None:
+    """parse_shape alone reads '8, x, 3' as (8, 3); the explorer must say what it cannot read."""
+    explorer = broadcast_explorer("8, 1, 3", "3")
+    explorer.shape_a.value = text
+    assert explorer.explanation is None, f"{text!r} was read as {explorer.explanation}"
+    assert bad in explorer.text and repr(text) in explorer.text, explorer.text
+
+
 def test_broadcast_static(capsys) -> None:
     fig = broadcast_explorer((6, 4), (6,), static=True)
     printed = capsys.readouterr().out

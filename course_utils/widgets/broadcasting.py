@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Sequence
 
 import ipywidgets as w
@@ -50,6 +51,32 @@ def torch_says(shape_a: str | Sequence[int], shape_b: str | Sequence[int]) -> st
         return f"torch: a + b has shape {tuple((a + b).shape)}"
     except RuntimeError as exc:
         return f"torch: RuntimeError: {str(exc).splitlines()[0]}"
+
+
+_SIZE = r"\d+"
+_SEPARATOR = r"\s*(?:,|[x×*]|\s)\s*"
+_SHAPE_TEXT = re.compile(rf"\s*(?:{_SIZE}(?:{_SEPARATOR}{_SIZE})*\s*,?)?\s*")
+
+
+def check_shape_text(text: str) -> None:
+    """Raise ``ValueError`` naming the piece of a typed shape that is not a size.
+
+    :func:`~course_utils.viz.shapes.parse_shape` reads ``x`` as a separator (``32x1``), so on its
+    own it would read ``"8, x, 3"`` as ``(8, 3)``; the explorer refuses such text instead.
+
+    >>> check_shape_text("8, x, 3")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a shape such as '8, 1, 3', found '8, x, 3': 'x' is not a size; write only sizes, separated by commas
+    """
+    cleaned = text.strip().replace("torch.Size", "").strip().strip("()[]")
+    if _SHAPE_TEXT.fullmatch(cleaned):
+        return
+    pieces = [p for p in re.split(r"[\s,]+", cleaned) if p]
+    bad = next((p for p in pieces if not re.fullmatch(r"\d+(?:[x×*]\d+)*", p)), None)
+    problem = f"{bad!r} is not a size" if bad is not None else "a size is missing between two separators"
+    raise ValueError(f"expected a shape such as '8, 1, 3', found {text!r}: {problem}; write only sizes, "
+                     f"separated by commas")
 
 
 def _report(exp: BroadcastExplanation) -> str:
@@ -121,6 +148,8 @@ class BroadcastExplorer(Explorer):
 
     def render(self):
         try:
+            check_shape_text(self.shape_a.value)
+            check_shape_text(self.shape_b.value)
             explanation, error = explain_broadcast(self.shape_a.value, self.shape_b.value), None
         except ValueError as exc:
             explanation, error = None, str(exc)

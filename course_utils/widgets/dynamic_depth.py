@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import torch
+from matplotlib.ticker import MaxNLocator
 
 from course_utils.widgets.base import Explorer, new_figure
 
@@ -41,6 +42,15 @@ def _plot(ax, input_norm: float, factor: float) -> None:
     ax.plot(range(len(norms)), norms, marker="o")
     ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
     ax.set_yscale("log")
+    # Always show the threshold and at least one step, so a depth-0 run (a single point) still
+    # gets readable axes instead of matplotlib's tiny default range around one point.
+    low, high = min(norms + [1.0]), max(norms + [1.0])
+    ax.set_ylim(low / 2, high * 2)
+    ax.set_xlim(-0.5, max(len(norms) - 1, 1) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if len(norms) == 1:
+        ax.annotate("‖x‖ ≤ 1 already: no layer is applied", (0, norms[0]), xytext=(8, 8),
+                    textcoords="offset points")
     ax.set_xlabel("layer applications so far")
     ax.set_ylabel("‖x‖")
     ax.set_title(f"input norm {input_norm:g}, factor {factor:g}: depth {len(norms) - 1}")
