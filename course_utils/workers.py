@@ -10,7 +10,10 @@ are notebook 10's worker-seeding example, here so that it runs the same on every
 
 :class:`SlowDataset` wraps any dataset and makes each ``__getitem__`` slow on purpose:
 ``mode="wait"`` sleeps (like reading a file from a slow disk or the network),
-``mode="compute"`` keeps one CPU core busy (like heavy decoding or augmentation).
+``mode="compute"`` does a fixed amount of CPU work (like heavy decoding or augmentation): it
+spins until *this thread* has used ``delay_s`` seconds of CPU time. On a busy machine such an item
+takes longer in wall-clock time, because the process only gets part of a core, but the work per
+item stays the same. So "compute" cannot go faster than the free cores allow, while "wait" can.
 
 Example:
     >>> from course_utils.workers import SlowDataset
@@ -32,7 +35,7 @@ from torch.utils.data import Dataset, get_worker_info
 
 
 class SlowDataset(Dataset):
-    """``base[i]`` after ``delay_s`` seconds of waiting (``"wait"``) or CPU work (``"compute"``)."""
+    """``base[i]`` after ``delay_s`` seconds of waiting (``"wait"``) or of CPU time (``"compute"``)."""
 
     def __init__(self, base: Sequence[Any], delay_s: float = 0.002, mode: str = "wait") -> None:
         if mode not in ("wait", "compute"):
@@ -48,8 +51,10 @@ class SlowDataset(Dataset):
         if self.mode == "wait":
             time.sleep(self.delay_s)
         else:
-            end = time.perf_counter() + self.delay_s
-            while time.perf_counter() < end:  # busy: this core does nothing else meanwhile
+            # CPU time of this thread, not wall-clock time: a fixed amount of work per item,
+            # however many other processes share the core meanwhile.
+            end = time.thread_time() + self.delay_s
+            while time.thread_time() < end:
                 pass
         return self.base[index]
 

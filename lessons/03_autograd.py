@@ -9,12 +9,14 @@
 # %% [markdown]
 # # 03 · Autograd
 #
-# PyTorch computes gradients by recording every operation on tensors that require grad while
-# your code runs, then walking that record backwards with the chain rule when you call
-# `backward()`. Knowing what gets recorded, where the gradients land and when they are *added*
-# rather than replaced explains a whole family of training bugs: forgotten `zero_grad`,
-# parameters that never learn, accumulation that is off by a factor, inference tensors that
-# refuse to train. Each one is reproduced below, then fixed.
+# PyTorch computes gradients in two phases. While your code runs, it records every operation on
+# tensors that require grad. When you call `backward()`, it walks that record backwards with the
+# chain rule.
+#
+# Three questions explain a whole family of training bugs: what gets recorded, where the gradients
+# land, and when they are *added* rather than replaced. The bugs: a forgotten `zero_grad`,
+# parameters that never learn, accumulation that is off by a factor, inference tensors that refuse
+# to train. Each one is reproduced below, then fixed.
 #
 # ## You will learn (≈ 45 min)
 #
@@ -57,6 +59,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+from course_utils.claims import confirm
 from course_utils.exercises import check
 from course_utils.viz.graph import describe_graph, draw_graph
 from course_utils.widgets.accumulation import accumulation_stepper
@@ -208,8 +211,8 @@ plt.show()
 # %% [markdown]
 # ### Why not derive the gradients by hand?
 #
-# For a network with one hidden layer you can. With $h = \tanh(XW_1)$, $\hat y = hW_2$ and the
-# mean squared error $L$, the chain rule gives, layer by layer from the loss down:
+# For a network with one hidden layer you can. Take $h = \tanh(XW_1)$, $\hat y = hW_2$ and the
+# mean squared error $L$. The chain rule gives, layer by layer from the loss down:
 # $\partial L/\partial \hat y = 2(\hat y - y)/N$, $\partial L/\partial W_2 = h^\top\,\partial L/\partial \hat y$,
 # $\partial L/\partial W_1 = X^\top\big[(\partial L/\partial \hat y\; W_2^\top) \odot (1 - h^2)\big]$.
 # Three lines of code, checked against autograd:
@@ -292,12 +295,32 @@ plt.show()
 # %% tags=["nbval-ignore-output"]
 stepper = accumulation_stepper()
 display(stepper)
-assert stepper.accumulator.grad is None and "x.grad now: None" in stepper.text
+confirm(stepper.accumulator.grad is None and "x.grad now: None" in stepper.text,
+        "the stepper starts with x.grad = None, before any backward() call")
 
 # %% [markdown]
-# Accumulation is deliberate. It is how one tensor used in several places gets the *sum* of its
-# gradients, and it is what makes micro-batch gradient accumulation (section 5) work. The price:
-# before each new gradient computation, you must clear the old one.
+# Two different sums are at work in autograd. Keep them apart.
+#
+# **Within one `backward()`**, a tensor used in several places gets the sum of the gradients of
+# all its uses. The engine adds them up first and writes the total to `.grad` once; `.grad`
+# accumulation plays no part in it. A post-accumulate hook runs each time `.grad` is written, so
+# it counts the writes. Here `x` is used twice:
+
+# %%
+x = torch.tensor([1.0], requires_grad=True, device=device)
+writes = []
+x.register_post_accumulate_grad_hook(lambda leaf: writes.append(leaf.grad.clone()))
+(x * 2 + x * 3).sum().backward()
+print("writes to x.grad during one backward():", len(writes), "| value written:", writes[0])
+confirm(len(writes) == 1 and writes[0].item() == 5.0,
+        "one backward() writes x.grad once, with the sum 2 + 3 of both uses of x")
+
+# %% [markdown]
+# One write, with $2 + 3 = 5$. This happens even if you clear `.grad` before every step.
+#
+# **Across `backward()` calls**, adding into `.grad` is a separate design choice. It is what makes
+# micro-batch gradient accumulation (section 5) work, and separate `backward()` calls on several
+# losses. The price: before each new gradient computation, you must clear the old one.
 #
 # ## 4. `zero_grad`: where it goes, and what `set_to_none` changes
 #
@@ -398,10 +421,11 @@ for set_to_none in (True, False):
 # %% [markdown]
 # ## 5. Gradient accumulation over micro-batches
 #
-# When a batch of 32 does not fit in memory, split it into $k$ micro-batches, call `backward()`
-# on each, and step once. Because `backward()` adds, the gradients sum up. The detail that makes it
-# exact: the loss of each micro-batch is a **mean over that micro-batch**, so each one must be divided
-# by $k$ for the sum to equal the mean over the whole batch:
+# When a batch of 32 does not fit in memory, split it into $k$ micro-batches. Call `backward()`
+# on each, and step once. Because `backward()` adds, the gradients sum up.
+#
+# One detail makes it exact. The loss of each micro-batch is a **mean over that micro-batch**. So
+# divide each one by $k$, and the sum equals the mean over the whole batch:
 # $\frac{1}{32}\sum_{i=1}^{32} \ell_i = \frac{1}{4}\sum_{j=1}^{4}\Big(\frac{1}{8}\sum_{i \in \text{chunk } j} \ell_i\Big)$.
 
 # %%
@@ -468,10 +492,11 @@ print("weight by chunk size: equal to the full batch?",
 
 # %% [markdown]
 # **BatchNorm.** In training mode BatchNorm normalises with the mean and variance *of the batch it
-# sees*. Micro-batches of 8 have different statistics than the batch of 32, so the forward pass
-# itself differs and no scaling can make the gradients equal. Its running statistics are also updated
-# once per micro-batch. Normalisations that work per sample, such as LayerNorm or GroupNorm, do not
-# have this problem:
+# sees*. Micro-batches of 8 have different statistics than the batch of 32. So the forward pass
+# itself differs, and no scaling can make the gradients equal. Its running statistics are also
+# updated once per micro-batch.
+#
+# Normalisations that work per sample, such as LayerNorm or GroupNorm, do not have this problem:
 
 # %%
 for norm in ["batchnorm", "layernorm"]:
@@ -493,11 +518,14 @@ print("running-stat updates after 4 micro-batches: ", int(bn.num_batches_tracked
 # ## 6. `no_grad`, `inference_mode` and `detach`
 #
 # Recording costs memory: every operation saves the tensors its backward will need.
-# `course_utils.memory.SavedTensorsMeter` (a `torch.autograd.graph.saved_tensors_hooks` context, the
-# same meter notebook 08 uses) lists what one forward pass saves and adds up the **activations**:
-# each storage counted once (a ReLU output is saved by the ReLU *and* by the next `Linear`, but it
-# is one buffer), and the weights left out (the `Linear`s save them too, but they exist whether or
-# not you record). With and without `torch.no_grad()`:
+#
+# `course_utils.memory.SavedTensorsMeter` measures it. It lists what one forward pass saves and adds
+# up the **activations**. Each storage counts once: a ReLU output is saved by the ReLU *and* by the
+# next `Linear`, but it is one buffer. The weights are left out: the `Linear`s save them too, but
+# they exist whether or not you record. (The meter is a `torch.autograd.graph.saved_tensors_hooks`
+# context; notebook 08 uses it too.)
+#
+# With and without `torch.no_grad()`:
 
 # %%
 from course_utils.memory import SavedTensorsMeter
@@ -509,18 +537,22 @@ with SavedTensorsMeter(exclude=mlp) as meter:
 for record in meter.records:
     print(f"  saved {str(record.shape):<11} {record.nbytes / 1024:5.0f} KiB  {record.counted}")
 print(f"with grad:  {meter.bytes / 1024:.0f} KiB of activations saved for backward | out.requires_grad={out.requires_grad}")
-assert meter.bytes == (128 * 64 + 2 * 128 * 256) * 4   # the input and the two ReLU outputs, float32
+confirm(meter.bytes == (128 * 64 + 2 * 128 * 256) * 4,   # the input and the two ReLU outputs, float32
+        "recording saves the input and the two ReLU outputs of the MLP, in float32")
 with torch.no_grad(), SavedTensorsMeter(exclude=mlp) as meter:
     out = mlp(batch)
 print(f"no_grad:    {meter.bytes / 1024:.0f} KiB saved for backward | out.requires_grad={out.requires_grad}, grad_fn={out.grad_fn}")
 
 # %% [markdown]
-# `torch.inference_mode()` goes one step further: it also skips the bookkeeping (version counters,
-# view tracking) that autograd relies on to check saved tensors. The tensors it creates are
-# **inference tensors**, with two restrictions outside inference mode: autograd refuses to *save*
-# them for backward, and they cannot be modified in place. (An operation that saves nothing, such as
-# `feats + w` with `w` requiring grad, still records fine.) A common trap: compute features with a
-# frozen backbone under `inference_mode`, then train a small head on them:
+# `torch.inference_mode()` goes one step further. It also skips the bookkeeping that autograd relies
+# on to check saved tensors (version counters, view tracking).
+#
+# The tensors it creates are **inference tensors**. Outside inference mode they have two
+# restrictions: autograd refuses to *save* them for backward, and they cannot be modified in place.
+# (An operation that saves nothing, such as `feats + w` with `w` requiring grad, still records fine.)
+#
+# A common trap: compute features with a frozen backbone under `inference_mode`, then train a small
+# head on them:
 
 # %%
 backbone = nn.Sequential(nn.Linear(64, 32), nn.ReLU()).to(device)
@@ -548,11 +580,14 @@ print("no_grad features: head trained, head.weight.grad exists:", head.weight.gr
 # %% [markdown]
 # ### And the time they save?
 #
-# Memory is the saving you can count exactly. Time is harder: recording costs a little work *per
-# operation* (a graph node, references to the saved tensors), `inference_mode` also skips the
-# version-counter and view bookkeeping, and none of it depends on how big the tensors are. Timed
-# on this machine, the best of 15 interleaved runs, for the MLP above on its batch of 128 and for
-# a chain of 1000 operations on a tensor of 16 numbers:
+# Memory is the saving you can count exactly. Time is harder to pin down.
+#
+# Recording costs a little work *per operation*: a graph node, references to the saved tensors.
+# `inference_mode` also skips the version-counter and view bookkeeping. None of it depends on how big
+# the tensors are.
+#
+# Timed on this machine, the best of 15 interleaved runs, for two workloads: the MLP above on its
+# batch of 128, and a chain of 1000 operations on a tensor of 16 numbers:
 
 # %% tags=["nbval-ignore-output"]
 import contextlib
@@ -566,7 +601,7 @@ def tiny_chain(t):
 
 
 tiny = torch.randn(16, requires_grad=True, device=device)
-assert count_ops(tiny_chain(tiny)) == 1000          # recording: one backward node per operation
+confirm(count_ops(tiny_chain(tiny)) == 1000, "recording builds one backward node per operation: 1000 for the chain")
 modes = {"recording": contextlib.nullcontext, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 for label, work in [("MLP, batch of 128", lambda: mlp(batch)), ("1000 tiny operations", lambda: tiny_chain(tiny))]:
     best = dict.fromkeys(modes, float("inf"))
@@ -581,14 +616,19 @@ for label, work in [("MLP, batch of 128", lambda: mlp(batch)), ("1000 tiny opera
           f"| inference_mode / no_grad = {best['inference_mode'] / best['no_grad']:.2f}")
 
 # %% [markdown]
-# The ratios above are measurements on this machine, not a promise. On a CPU, when each operation does real arithmetic (the
-# MLP's matrix products), the bookkeeping is a small part of the time and the three modes are
-# often within measurement noise of each other; the gap grows with the number of operations and
-# shrinks with their size, which is why the tiny chain shows it best. The extra saving of
-# `inference_mode` over `no_grad` is smaller still: the PyTorch documentation says it removes
-# overhead, gives no figure, and itself advises timing your own code with and without it. On a
-# shared or busy machine, rerun the cell: when the differences are small, the ordering can flip
-# from run to run. The memory saving measured above is the one you can rely on.
+# Rely on the memory saving; the time saving depends on the workload. The ratios above are
+# measurements on this machine, not a promise.
+#
+# The gap grows with the number of operations and shrinks with their size. That is why the tiny
+# chain shows it best. When each operation does real arithmetic on a CPU (the MLP's matrix
+# products), the bookkeeping is a small part of the time. The three modes are then often within
+# measurement noise of each other.
+#
+# The extra saving of `inference_mode` over `no_grad` is smaller still. The PyTorch documentation
+# says it removes overhead, gives no figure, and advises timing your own code with and without it.
+#
+# Note: on a shared or busy machine, rerun the cell. When the differences are small, the ordering can
+# flip from run to run.
 
 # %% [markdown]
 # `detach()` is the per-tensor version: the same data (no copy), cut out of the graph. Gradients do
@@ -631,11 +671,14 @@ s.sum().backward()
 #
 # ## 7. Tensor hooks: changing a gradient on its way back
 #
-# `t.register_hook(fn)` asks autograd to call `fn(grad)` when the gradient with respect to `t`
-# has been computed during `backward()`. If `fn` returns a tensor, that tensor *replaces* the
-# gradient: for a leaf it is what lands in `.grad`, for an intermediate tensor it is what flows on
-# to everything that produced it. The call returns a handle; `handle.remove()` takes the hook off
-# again. Clipping each element of one tensor's gradient to $[-1, 1]$, with $d(\sum w^2)/dw = 2w$:
+# `t.register_hook(fn)` asks autograd to call `fn(grad)` during `backward()`, once the gradient with
+# respect to `t` is computed.
+#
+# If `fn` returns a tensor, that tensor *replaces* the gradient. For a leaf it is what lands in
+# `.grad`. For an intermediate tensor it is what flows on to everything that produced it. The call
+# returns a handle; `handle.remove()` takes the hook off again.
+#
+# Clipping each element of one tensor's gradient to $[-1, 1]$, with $d(\sum w^2)/dw = 2w$:
 
 # %%
 w = torch.tensor([1.0, -2.0, 3.0], requires_grad=True, device=device)
@@ -648,12 +691,12 @@ w.grad = None
 print("hook removed:    w.grad =", w.grad)
 
 # %% [markdown]
-# On an intermediate tensor a hook changes what reaches *earlier* layers and nothing else. A use
-# in multi-stage training: scale down the gradient that flows from the features back into a
-# pretrained layer, so that with plain SGD it learns ten times more slowly than the new head on
-# top. (Adam divides each gradient by its own running scale, so there the same effect needs a
-# parameter group with a smaller learning rate.) The hook lives on `feats`, which every forward
-# pass builds anew, so it is gone with that graph and needs no removal:
+# On an intermediate tensor a hook changes what reaches *earlier* layers, and nothing else.
+#
+# A use in multi-stage training: scale down the gradient that flows from the features back into a
+# pretrained layer. With plain SGD, that layer then learns ten times more slowly than the new head
+# on top. The hook lives on `feats`, which every forward pass builds anew. So it is gone with that
+# graph and needs no removal:
 
 # %%
 torch.manual_seed(0)
@@ -677,6 +720,10 @@ print(f"pretrained layer's gradient norm: {b_plain:.4f} -> {b_hook:.4f} (ratio {
 print(f"new head's gradient norm:         {h_plain:.4f} -> {h_hook:.4f} (ratio {h_hook / h_plain:.3f})")
 
 # %% [markdown]
+# Only the pretrained layer's gradient shrinks, by the factor 0.1; the head's is unchanged. Note:
+# this works for plain SGD. Adam divides each gradient by its own running scale, so there the same
+# effect needs a parameter group with a smaller learning rate.
+#
 # The same mechanism can add noise to a gradient (gradient-noise regularisation) or record it for
 # logging. With a seeded generator, so the noise is the same on every run:
 
@@ -689,17 +736,20 @@ handle.remove()
 print("exact gradient [1, 2, 3, 4], with noise:", w.grad)
 
 # %% [markdown]
-# Module-level hooks (`register_forward_hook`, `register_full_backward_hook`) come in notebook 04.
+# Module-level hooks (`register_forward_hook`, `register_full_backward_hook`) come in [notebook 04](04_nn_module.ipynb).
 # A hook on a parameter stays until you remove it, and every backward pass runs it: keep the handle.
 #
 # ## 8. Checking gradients: finite differences and `gradcheck`
 #
-# The derivative can be estimated without calculus: nudge one input by $h$ and watch the output,
-# $\frac{f(x + h) - f(x - h)}{2h}$ (a central difference). Its error has two parts: the truncation
-# error shrinks like $h^2$, the rounding error grows like $\varepsilon_{\text{machine}} / h$. In
-# float32 ($\varepsilon \approx 10^{-7}$) the best achievable error is poor; float64
-# ($\varepsilon \approx 10^{-16}$) is what gradient checks need. Measured on
-# $f(x) = \sin(x)\,e^x$ at $x = 0.7$, whose exact derivative is $(\cos x + \sin x)\,e^x$:
+# The derivative can be estimated without calculus. Nudge one input by $h$ and watch the output:
+# $\frac{f(x + h) - f(x - h)}{2h}$ (a central difference).
+#
+# Gradient checks need float64. The estimate's error has two parts: the truncation error shrinks
+# like $h^2$, the rounding error grows like $\varepsilon_{\text{machine}} / h$. In float32
+# ($\varepsilon \approx 10^{-7}$) the best achievable error is poor; in float64
+# ($\varepsilon \approx 10^{-16}$) it is small.
+#
+# Measured on $f(x) = \sin(x)\,e^x$ at $x = 0.7$, whose exact derivative is $(\cos x + \sin x)\,e^x$:
 
 # %% tags=["nbval-ignore-output"]
 def f_scalar(t):
@@ -715,7 +765,8 @@ for dtype in (torch.float32, torch.float64):
                      for h in steps]
     best = min(range(len(steps)), key=lambda i: errors[dtype][i])
     print(f"{str(dtype):<14} smallest error {errors[dtype][best]:.0e} at h = {steps[best]:.0e}")
-assert min(errors[torch.float64]) < 1e-8 < 1e-7 < min(errors[torch.float32])  # float64 is far better
+confirm(min(errors[torch.float64]) < 1e-8 < 1e-7 < min(errors[torch.float32]),
+        "float64 central differences get below 1e-8, float32 never below 1e-7")
 
 # %%
 fig, ax = plt.subplots()
@@ -730,8 +781,8 @@ plt.show()
 
 # %% [markdown]
 # The float32 curve ends in a flat top for the smallest steps. float32 numbers near 0.7 are
-# about $6 \times 10^{-8}$ apart, so once $h$ is below half that spacing, $x_0 + h$ and $x_0 - h$
-# both round back to $x_0$: the difference quotient is exactly 0, and its error is the whole
+# about $6 \times 10^{-8}$ apart. Once $h$ is below half that spacing, $x_0 + h$ and $x_0 - h$
+# both round back to $x_0$. The difference quotient is then exactly 0, and its error is the whole
 # derivative, $|0 - f'(0.7)| \approx 2.84$:
 
 # %%
@@ -743,10 +794,12 @@ for h in (1e-6, 1e-8):
 print(f"exact derivative: {((torch.cos(x0) + torch.sin(x0)) * torch.exp(x0)).item():.4f}")
 
 # %% [markdown]
-# `torch.autograd.gradcheck` automates this: it compares autograd's Jacobian with finite
-# differences for every input element and raises if they disagree. It converts nothing: the finite
-# differences are computed in the dtype of the inputs you pass, so pass float64 inputs. Given
-# float32 inputs it warns, and here it fails on rounding error alone (the function is correct):
+# `torch.autograd.gradcheck` automates this. It compares autograd's Jacobian with finite
+# differences for every input element, and raises if they disagree.
+#
+# Pass it float64 inputs: it converts nothing, and computes the finite differences in the dtype of
+# the inputs you pass. Given float32 inputs it warns, and here it fails on rounding error alone (the
+# function is correct):
 
 # %%
 x64 = torch.randn(5, dtype=torch.float64, requires_grad=True, device=device)
@@ -883,7 +936,8 @@ check("03.finite_difference_grad", finite_difference_grad)
 # - `requires_grad=True` starts recording; results carry a `grad_fn`, and `grad_fn.next_functions`
 #   is the backward graph. Only leaves keep `.grad` (use `retain_grad()` for others); make parameters
 #   leaves by setting `requires_grad` *after* computing their initial value.
-# - `backward()` adds to `.grad`. Clear gradients once per step, before `backward()` (conventionally
+# - Within one `backward()`, a tensor used in several places gets the sum of its uses, written to
+#   `.grad` once. Across calls, `backward()` adds to `.grad`. Clear gradients once per step, before `backward()` (conventionally
 #   first in the step); clearing between `backward()` and `step()` freezes training, never clearing
 #   makes it oscillate. `zero_grad()` sets `.grad` to `None` by default: code must expect `None`, and
 #   optimizers then skip the parameter (zeros would still be stepped by momentum/weight decay).
@@ -904,10 +958,10 @@ check("03.finite_difference_grad", finite_difference_grad)
 # ## Further reading
 #
 # PyTorch documentation pages:
-# - *Autograd mechanics* (Notes section), including "Locally disabling gradient computation" and inference mode
-# - `torch.autograd.backward`, `torch.autograd.grad`, `torch.Tensor.retain_grad`
-# - `torch.optim.Optimizer.zero_grad` (the `set_to_none` argument)
-# - `torch.no_grad`, `torch.inference_mode`, `torch.Tensor.detach`
-# - `torch.Tensor.register_hook` (and *Backward Hooks execution* in the Autograd mechanics notes)
-# - *Gradcheck mechanics* (Notes section) and `torch.autograd.gradcheck`
-# - *Extending PyTorch* (custom `torch.autograd.Function`) and `torch.autograd.graph.saved_tensors_hooks`
+# - [*Autograd mechanics*](https://docs.pytorch.org/docs/stable/notes/autograd.html) (Notes section), including "Locally disabling gradient computation" and inference mode
+# - [`torch.autograd.backward`](https://docs.pytorch.org/docs/stable/generated/torch.autograd.backward.html), [`torch.autograd.grad`](https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad.html), [`torch.Tensor.retain_grad`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.retain_grad.html)
+# - [`torch.optim.Optimizer.zero_grad`](https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html) (the `set_to_none` argument)
+# - [`torch.no_grad`](https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html), [`torch.inference_mode`](https://docs.pytorch.org/docs/stable/generated/torch.inference_mode.html), [`torch.Tensor.detach`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.detach.html)
+# - [`torch.Tensor.register_hook`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.register_hook.html), [`torch.Tensor.register_post_accumulate_grad_hook`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.register_post_accumulate_grad_hook.html) (and *Backward Hooks execution* in the Autograd mechanics notes)
+# - [*Gradcheck mechanics*](https://docs.pytorch.org/docs/stable/notes/gradcheck.html) (Notes section) and [`torch.autograd.gradcheck`](https://docs.pytorch.org/docs/stable/generated/torch.autograd.gradcheck.gradcheck.html)
+# - [*Extending PyTorch*](https://docs.pytorch.org/docs/stable/notes/extending.html) (custom `torch.autograd.Function`) and [`torch.autograd.graph.saved_tensors_hooks`](https://docs.pytorch.org/docs/stable/autograd.html#torch.autograd.graph.saved_tensors_hooks)

@@ -9,11 +9,13 @@
 # %% [markdown]
 # # 04 · nn.Module: how a model keeps track of itself
 #
-# Every PyTorch model is an `nn.Module`, and most of what it does for you — listing parameters
-# for the optimizer, moving to a device or dtype, saving and loading, switching between training
-# and evaluation behaviour — depends on one bookkeeping trick: attributes assigned to a module are
-# *registered*. This notebook opens that bookkeeping up, reproduces the bugs that happen when a
-# layer escapes it, measures what `train()` and `eval()` really change, and shows how the choice of
+# Every PyTorch model is an `nn.Module`. Most of what a module does for you depends on one
+# bookkeeping trick: attributes assigned to a module are *registered*. That is how it lists
+# parameters for the optimizer, moves to a device or dtype, saves and loads, and switches between
+# training and evaluation behaviour.
+#
+# This notebook opens that bookkeeping up. It reproduces the bugs that happen when a layer escapes
+# it, measures what `train()` and `eval()` really change, and shows how the choice of
 # initialisation decides whether a signal survives a 24-layer network.
 
 # %% [markdown]
@@ -56,6 +58,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.devices import pick_device
+from course_utils.claims import confirm
 from course_utils.exercises import check
 from course_utils.viz.activations import plot_activation_stds
 from course_utils.widgets.init_explorer import activation_stds, init_explorer
@@ -88,13 +91,17 @@ for name, p in model.named_parameters():
     print(f"{name:11} shape {tuple(p.shape)}")
 
 # %% [markdown]
-# `nn.Module` overrides `__setattr__`. When the value is an `nn.Parameter` it goes into the
-# module's `_parameters` dict; when it is an `nn.Module` it goes into `_modules`; when it is an
-# `nn.Buffer` (since PyTorch 2.5), or a tensor assigned to a name already registered as a buffer,
-# it goes into `_buffers`. Anything else becomes an ordinary Python attribute. `parameters()`,
-# `.to()`, `state_dict()`, `train()` and friends walk only those three dicts, recursively through
-# `_modules`. The layers are *not* in the instance `__dict__`:
-# `__getattr__` finds them in the registry when you write `model.fc1`.
+# `nn.Module` overrides `__setattr__`, and sorts each value by its type:
+#
+# - an `nn.Parameter` goes into the module's `_parameters` dict;
+# - an `nn.Module` goes into `_modules`;
+# - an `nn.Buffer` (since PyTorch 2.5), or a tensor assigned to a name already registered as a
+#   buffer, goes into `_buffers`;
+# - anything else becomes an ordinary Python attribute.
+#
+# `parameters()`, `.to()`, `state_dict()`, `train()` and friends walk only those three dicts,
+# recursively through `_modules`. The layers are *not* in the instance `__dict__`: `__getattr__`
+# finds them in the registry when you write `model.fc1`.
 
 # %%
 print("model._modules   :", list(model._modules))
@@ -373,11 +380,13 @@ print("head.weight frozen too:", not lm.head.weight.requires_grad)
 print("trainable tensors:", [n for n, p in lm.named_parameters() if p.requires_grad])
 
 # %% [markdown]
-# Freezing saves memory twice. A frozen parameter gets no `.grad` tensor, and when *everything*
-# before a layer is frozen, autograd has no reason to keep that part's activations for the
-# backward pass: nothing upstream needs a gradient. Measured on a backbone of two `Linear(·, 256)`
-# layers (each followed by a ReLU) and a trainable head, batch of 128, with the saved-tensors meter of notebook 03
-# (activations each counted once, weights left out) and the bytes of every `.grad` after
+# Freezing saves memory twice. First, a frozen parameter gets no `.grad` tensor. Second, when
+# *everything* before a layer is frozen, autograd has no reason to keep that part's activations for
+# the backward pass: nothing upstream needs a gradient.
+#
+# Measured on a backbone of two `Linear(·, 256)` layers (each followed by a ReLU) and a trainable
+# head, with a batch of 128. Two numbers: the activations saved for backward (the saved-tensors
+# meter of notebook 03: each counted once, weights left out), and the bytes of every `.grad` after
 # `backward()`:
 
 # %%
@@ -403,11 +412,13 @@ for frozen in ("nothing", "backbone", "middle Linear"):
     print(f"frozen: {frozen:<13} activations saved {saved / 1024:4.0f} KiB | gradients {grads / 1024:4.0f} KiB")
 
 # %% [markdown]
-# With the backbone frozen, what is left is the head's input (the last ReLU output: it is needed
-# for the head's weight gradient) and the loss's own small tensors, and gradients exist only for
-# the head's 2,570 numbers. The saving in activations comes from freezing the *first* layers.
-# Freezing only the middle `Linear` saves its gradients and no activations: backward must still
-# pass through it to reach the first layer, so the ReLU before it keeps its output.
+# With the backbone frozen, two things are left: the head's input (the last ReLU output, needed for
+# the head's weight gradient) and the loss's own small tensors. Gradients exist only for the
+# head's 2,570 numbers.
+#
+# The saving in activations comes from freezing the *first* layers. Freezing only the middle
+# `Linear` saves its gradients and no activations. Backward must still pass through it to reach the
+# first layer, so the ReLU before it keeps its output.
 
 
 # %% [markdown]
@@ -432,11 +443,13 @@ check("04.count_trainable", count_trainable)
 # ## 5. Buffers and `state_dict`
 #
 # Some tensors belong to the model's state without being trained: BatchNorm's running mean, a
-# normalisation constant, a step counter. Register them with `register_buffer(name, tensor)`, or
-# by assigning `self.name = nn.Buffer(tensor)` (the two are equivalent; `Standardize` below uses
-# both): buffers move with `.to()` and are saved in `state_dict()`, but are not in `parameters()`,
-# so no optimizer touches them. `persistent=False` keeps a buffer out of `state_dict()` (it still
-# moves with the model). A tensor stored as a plain attribute gets none of this.
+# normalisation constant, a step counter. Register them as **buffers**, with
+# `register_buffer(name, tensor)` or by assigning `self.name = nn.Buffer(tensor)`. The two are
+# equivalent; `Standardize` below uses both.
+#
+# Buffers move with `.to()` and are saved in `state_dict()`. They are not in `parameters()`, so no
+# optimizer touches them. `persistent=False` keeps a buffer out of `state_dict()`; it still moves
+# with the model. A tensor stored as a plain attribute gets none of this.
 
 # %%
 class Standardize(nn.Module):
@@ -461,9 +474,11 @@ print("after .to(float64): mean", norm.mean.dtype, "| calls", norm.calls.dtype, 
 
 # %% [markdown]
 # Integer buffers such as `calls` keep their dtype: `.to(torch.float64)` only converts floating
-# point tensors. The plain attribute stayed behind. Here the mixed float32/float64 product is
-# silently promoted, but devices are not: move the module (to `meta`, our stand-in for a GPU) and
-# the plain tensor is left on the CPU. On a GPU the next forward pass stops with
+# point tensors.
+#
+# The plain attribute stayed behind. Here the mixed float32/float64 product is silently promoted,
+# but devices are not. Move the module (to `meta`, our stand-in for a GPU) and the plain tensor is
+# left on the CPU. On a GPU the next forward pass stops with
 # `RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
 # cuda:0 and cpu!`.
 
@@ -554,10 +569,11 @@ print(f"sqrt(64 / 63) = {(64 / 63) ** 0.5:.4f}")
 
 # %% [markdown]
 # The first std is not 1, and that is not a bug. BatchNorm normalises with the *biased* variance
-# of the batch (the mean of the squared deviations, divided by $N = 64$), while `.std()` by default
-# computes the *unbiased* estimate (divided by $N - 1 = 63$). The two differ by exactly
-# $\sqrt{64/63}$; with `unbiased=False` (the same as `correction=0`) the std is 1, up to the `eps`
-# that BatchNorm adds to the variance.
+# of the batch: the mean of the squared deviations, divided by $N = 64$. `.std()` by default
+# computes the *unbiased* estimate, divided by $N - 1 = 63$.
+#
+# The two differ by exactly $\sqrt{64/63}$. With `unbiased=False` (the same as `correction=0`) the
+# std is 1, up to the `eps` that BatchNorm adds to the variance.
 
 # %%
 before = bn.running_mean.clone()
@@ -631,10 +647,11 @@ print(f"bias range [{lin.bias.min().item():.4f}, {lin.bias.max().item():.4f}]  v
 
 # %% [markdown]
 # To choose something else, write a function that initialises *one* module and hand it to
-# `model.apply(fn)`: it calls `fn` on every submodule — children first, the model itself last —
-# so the function must check what it was given. The `nn.init` functions work in place (trailing
-# underscore); the old names without it, such as `nn.init.kaiming_normal`, are deprecated and
-# emit a FutureWarning.
+# `model.apply(fn)`. It calls `fn` on every submodule, children first, the model itself last. So
+# the function must check what it was given.
+#
+# The `nn.init` functions work in place (trailing underscore). The old names without it, such as
+# `nn.init.kaiming_normal`, are deprecated and emit a FutureWarning.
 
 # %%
 visited = []
@@ -871,20 +888,25 @@ for (act_name, label), v in xavier_runs.items():
     print(f"{act_name:7} {label:<25} std after layer 1: {v[0]:.3g}   12: {v[11]:.3g}   24: {v[23]:.3g}")
 
 # %% [markdown]
-# The uniform and normal rows agree closely (the small differences come from the random matrices):
-# the signal sees the variance of the weights, not the shape of their distribution. With tanh and
-# gain 1 the std still decays over the 24 layers (tanh's slope is below 1 away from 0); the gain
-# 5/3 keeps it flat. Sigmoid is different: its outputs lie in (0, 1) around 0.5, so
-# their std is small from the first layer on and decays slowly; Xavier keeps it above the default
-# init, but those all-positive outputs are one reason hidden layers use tanh or ReLU instead.
+# The uniform and normal rows agree closely; the small differences come from the random matrices.
+# The signal sees the variance of the weights, not the shape of their distribution.
+#
+# With tanh and gain 1 the std still decays over the 24 layers, because tanh's slope is below 1
+# away from 0. The gain 5/3 keeps it flat.
+#
+# Sigmoid is different. Its outputs lie in (0, 1) around 0.5, so their std is small from the first
+# layer on and decays slowly. Xavier keeps it above the default init. But those all-positive
+# outputs are one reason hidden layers use tanh or ReLU instead.
 #
 # ### No activation: a normal whose std fits the layer
 #
 # For layers with no activation after them (a linear projection, a stack of linear maps), the
-# common advice is a normal init with a small standard deviation. Each such layer multiplies the
-# std of the signal by about $\sqrt{\text{fan\_in}}\cdot\sigma$, so *how* small depends on the
-# width: $\sigma = 1/\sqrt{\text{fan\_in}}$ (0.0625 at width 256) keeps it. The same 24 layers of
-# `Linear(256, 256)`, now with `nn.Identity` instead of an activation:
+# common advice is a normal init with a small standard deviation.
+#
+# *How* small depends on the width. Each such layer multiplies the std of the signal by about
+# $\sqrt{\text{fan\_in}}\cdot\sigma$, so $\sigma = 1/\sqrt{\text{fan\_in}}$ (0.0625 at width
+# 256) keeps it. The same 24 layers of `Linear(256, 256)`, now with `nn.Identity` instead of an
+# activation:
 
 # %%
 fan_in = 256
@@ -895,11 +917,13 @@ for sigma in (None, 0.02, fan_in ** -0.5, 0.1):                 # None: the defa
     print(f"{label:<18} std after layer 1: {v[0]:.3g}   12: {v[11]:.3g}   24: {v[23]:.3g}   (theory: x{per_layer:.2f} per layer)")
 
 # %% [markdown]
-# Only $\sigma = 1/\sqrt{\text{fan\_in}}$ keeps the signal at the same scale. A fixed "small" value
-# such as 0.02, popular in large language models, shrinks it here at every layer: it keeps the
-# scale only where $\text{fan\_in} \approx 1/0.02^2 = 2500$ (and those models rely on their
-# normalisation layers as well). Slightly too large, 0.1, and the std grows geometrically. The
-# default init shrinks it by $1/\sqrt 3$ per layer until its random biases set the floor.
+# Only $\sigma = 1/\sqrt{\text{fan\_in}}$ keeps the signal at the same scale.
+#
+# - A fixed "small" value such as 0.02, popular in large language models, shrinks it here at every
+#   layer. It keeps the scale only where $\text{fan\_in} \approx 1/0.02^2 = 2500$ (and those models
+#   rely on their normalisation layers as well).
+# - Slightly too large, 0.1, and the std grows geometrically.
+# - The default init shrinks it by $1/\sqrt 3$ per layer until its random biases set the floor.
 #
 # Switch the scheme, the activation and the depth yourself. Below the explorer, its static
 # rendering (for readers without a live kernel) repeats the measurement on a deeper, narrower
@@ -908,7 +932,8 @@ for sigma in (None, 0.02, fan_in ** -0.5, 0.1):                 # None: the defa
 # %% tags=["nbval-ignore-output"]
 explorer = init_explorer()
 display(explorer)
-assert all(abs(a - b) < 1e-5 for a, b in zip(activation_stds("kaiming", "relu"), relu_stds["kaiming"]))
+confirm(all(abs(a - b) < 1e-5 for a, b in zip(activation_stds("kaiming", "relu"), relu_stds["kaiming"])),
+        "the explorer measures the same Kaiming + ReLU stds as the table above")
 
 # %%
 fig = init_explorer(static=True, depth=48, width=128)
@@ -918,9 +943,10 @@ plt.show()
 # ### Zero init: every unit the same, forever
 #
 # With all weights equal (zero or any other constant), every hidden unit computes the same
-# function, receives the same gradient and takes the same step: the units stay clones and the
-# layer behaves like a single unit. A random init breaks that symmetry. Measured on a small
-# classifier (label: do the two coordinates have the same sign?):
+# function, receives the same gradient and takes the same step. The units stay clones, and the
+# layer behaves like a single unit. A random init breaks that symmetry.
+#
+# Measured on a small classifier (label: do the two coordinates have the same sign?):
 
 # %%
 torch.manual_seed(1)
@@ -954,9 +980,12 @@ for name, init in (("zero", init_with("zero")), ("constant 0.1", constant_init),
     print(f"{name:12}  loss {loss:.4f}  accuracy {accuracy:.3f}  distinct hidden units {distinct} of 16")
 
 # %% [markdown]
-# With zero init nothing but the output bias can move (every other gradient is multiplied by a
-# zero weight), so the model predicts the majority class. With a constant the units do learn, but
-# in lockstep: 16 copies of one unit. Only the random init uses all 16.
+# With zero init nothing but the output bias can move, so the model predicts the majority class.
+# The hidden activations are relu(0) = 0, so the output weights get no gradient. And with the
+# output weights at 0, nothing flows back to the first layer.
+#
+# With a constant the units do learn, but in lockstep: 16 copies of one unit. Only the random init
+# uses all 16.
 
 # %% [markdown]
 # ## Key points
@@ -978,9 +1007,15 @@ for name, init in (("zero", init_with("zero")), ("constant 0.1", constant_init),
 #
 # ## Further reading
 #
-# * PyTorch docs: *torch.nn.Module* (`register_buffer`, `apply`, `register_forward_hook`,
-#   `state_dict`, `train`/`eval`) and *torch.nn.parameter.Buffer*.
-# * PyTorch docs: *torch.nn.init* (`kaiming_normal_`, `xavier_normal_`, `calculate_gain`).
-# * PyTorch docs: *ModuleList*, *ModuleDict*, *ParameterList*, *LazyLinear*.
-# * PyTorch docs: *Dropout* and *BatchNorm1d* (the `momentum` and `track_running_stats` arguments).
-# * PyTorch tutorials: *Build the Neural Network* and *Saving and Loading Models*.
+# * PyTorch docs: [*torch.nn.Module*](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html) (`register_buffer`, `apply`,
+#   `register_forward_hook`, `state_dict`, `train`/`eval`) and
+#   [*torch.nn.parameter.Buffer*](https://docs.pytorch.org/docs/stable/generated/torch.nn.parameter.Buffer.html).
+# * PyTorch docs: [*torch.nn.init*](https://docs.pytorch.org/docs/stable/nn.init.html) (`kaiming_normal_`, `xavier_normal_`, `calculate_gain`).
+# * PyTorch docs: [*ModuleList*](https://docs.pytorch.org/docs/stable/generated/torch.nn.ModuleList.html),
+#   [*ModuleDict*](https://docs.pytorch.org/docs/stable/generated/torch.nn.ModuleDict.html),
+#   [*ParameterList*](https://docs.pytorch.org/docs/stable/generated/torch.nn.ParameterList.html),
+#   [*LazyLinear*](https://docs.pytorch.org/docs/stable/generated/torch.nn.LazyLinear.html).
+# * PyTorch docs: [*Dropout*](https://docs.pytorch.org/docs/stable/generated/torch.nn.Dropout.html) and
+#   [*BatchNorm1d*](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html) (the `momentum` and `track_running_stats` arguments).
+# * PyTorch tutorials: [*Build the Neural Network*](https://docs.pytorch.org/tutorials/beginner/basics/buildmodel_tutorial.html)
+#   and [*Saving and Loading Models*](https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html).

@@ -10,13 +10,16 @@
 # # 05 · The data pipeline: from samples to batches
 #
 # A model only ever sees what the data pipeline hands it. This notebook builds that pipeline
-# piece by piece on an offline, CIFAR-shaped image set: a `Dataset` that returns one sample, a
-# `torchvision.transforms.v2` pipeline that turns a PIL image into a normalised tensor, and a
-# `DataLoader` that shuffles, batches and (optionally) loads in parallel. Along the way it
-# reproduces the pipeline bugs that cost real projects days: validation data preprocessed
-# differently from training data, a last batch of one sample that crashes BatchNorm,
-# sequences of different lengths that refuse to stack, and worker processes that cannot find
-# a class defined in a notebook.
+# piece by piece, on an offline image set shaped like CIFAR-10:
+#
+# - a `Dataset` that returns one sample;
+# - a `torchvision.transforms.v2` pipeline that turns a PIL image into a normalised tensor;
+# - a `DataLoader` that shuffles, batches and (optionally) loads in parallel.
+#
+# Along the way it reproduces pipeline bugs that cost real projects days: validation data
+# preprocessed differently from training data, a last batch of one sample that crashes BatchNorm,
+# sequences of different lengths that refuse to stack, and worker processes that cannot find a
+# class defined in a notebook.
 
 # %% [markdown]
 # ## You will learn (≈ 45 min)
@@ -57,6 +60,7 @@ import pickle
 import subprocess
 import sys
 import time
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -68,6 +72,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torchvision.transforms import v2
 
+from course_utils.claims import confirm
 from course_utils.data import ShapesDataset, toy_sequences
 from course_utils.devices import pick_device, skip_unless_gpu
 from course_utils.exercises import check
@@ -80,10 +85,11 @@ device = pick_device()
 # ## 1. A `Dataset` answers two questions: how many, and which one
 #
 # A map-style `Dataset` is any object with `__len__` and `__getitem__(i)`. Everything else
-# (batching, shuffling, parallel loading) is the `DataLoader`'s job. The course's image set,
-# `ShapesDataset`, is generated on the fly from a seed (no download): 10 classes of shapes at a
-# random place, size and colour on a noisy background, 32×32 RGB, returned as PIL images like
-# `torchvision.datasets.CIFAR10`.
+# (batching, shuffling, parallel loading) is the `DataLoader`'s job.
+#
+# The course's image set, `ShapesDataset`, is generated on the fly from a seed (no download). It has
+# 10 classes of shapes at a random place, size and colour on a noisy background, 32×32 RGB. Like
+# `torchvision.datasets.CIFAR10`, it returns PIL images.
 
 # %%
 train_set = ShapesDataset("train")
@@ -95,7 +101,7 @@ print("raw storage:", train_set.data.shape, train_set.data.dtype, "| classes:", 
 
 
 # %% [markdown]
-# Writing your own is a few lines. Here is the whole idea behind `ShapesDataset` (and
+# Writing your own takes a few lines. Here is the whole idea behind `ShapesDataset` (and
 # `CIFAR10`): images kept as a uint8 array, turned into a PIL image on access, then passed
 # through an optional `transform`. Loading a file from disk would go in the same place.
 
@@ -124,17 +130,22 @@ print(len(mine), mine[5][1], np.array_equal(np.asarray(mine[5][0]), np.asarray(t
 # ## 2. Transforms: from PIL image to a normalised tensor
 #
 # `torchvision.transforms.v2` is the current transforms API. The old `transforms.ToTensor()`
-# did two things at once (convert and rescale to [0, 1]); v2 splits them: `ToImage()` converts
-# to a uint8 tensor `[C, H, W]`, `ToDtype(torch.float32, scale=True)` converts to float and
-# divides by 255. Forget `scale=True` and you get floats between 0 and 255.
+# did two things at once: convert, and rescale to [0, 1]. v2 splits them:
 #
-# The type printed first is `Image`, not `Tensor`: `ToImage()` returns a `torchvision.tv_tensors.Image`,
-# a subclass of `torch.Tensor` with the same data, whose only job is to tell later v2 transforms
-# "this is an image". That tag matters when a sample holds several things: a flip or a crop must
-# move bounding boxes (`tv_tensors.BoundingBoxes`) and masks (`tv_tensors.Mask`) along with the
-# image, and must not rescale a mask's class ids. `Resize` is the transform that gives every image
-# the size the model expects (real datasets mix sizes; these images are all 32×32 already, so the
-# last line enlarges one to 64×64 only to show it).
+# - `ToImage()` converts to a uint8 tensor `[C, H, W]`;
+# - `ToDtype(torch.float32, scale=True)` converts to float and divides by 255. Forget `scale=True`
+#   and you get floats between 0 and 255.
+#
+# The type printed first is `Image`, not `Tensor`. `ToImage()` returns a `torchvision.tv_tensors.Image`:
+# a subclass of `torch.Tensor` with the same data. Its only job is to tell later v2 transforms
+# "this is an image".
+#
+# That tag matters when a sample holds several things. A flip or a crop must move bounding boxes
+# (`tv_tensors.BoundingBoxes`) and masks (`tv_tensors.Mask`) along with the image, and must not
+# rescale a mask's class ids.
+#
+# `Resize` gives every image the size the model expects. Real datasets mix sizes; these images are
+# all 32×32 already, so the last line enlarges one to 64×64 only to show it.
 
 # %%
 def describe(t: torch.Tensor) -> str:
@@ -149,14 +160,16 @@ print("+ Resize((64, 64))      :", describe(v2.Resize((64, 64))(v2.ToImage()(ima
 # %% [markdown]
 # ### Normalisation statistics come from the training split
 #
-# `Normalize(mean, std)` subtracts a per-channel mean and divides by a per-channel std, so every
-# input channel is centred with unit spread, which keeps the first layer's activations and
-# gradients in a good range. The statistics are *fitted*, like model weights: compute them on
-# the training images only, then use the same numbers for validation, test and deployment.
-# (Computing them on all data leaks information about the evaluation set into training.)
+# `Normalize(mean, std)` subtracts a per-channel mean and divides by a per-channel std. Every input
+# channel is then centred with unit spread, which keeps the first layer's activations and gradients
+# in a good range.
+#
+# The statistics are *fitted*, like model weights. Compute them on the training images only, then
+# use the same numbers for validation, test and deployment. (Computing them on all data leaks
+# information about the evaluation set into training.)
 #
 # For the statistics we need all training images as one float tensor. The pipeline is
-# deterministic, so we can run it once on the whole split as a batch: v2 transforms accept a
+# deterministic, so we run it once on the whole split as a batch: v2 transforms accept a
 # `[N, C, H, W]` tensor as well as a single image.
 
 # %%
@@ -175,10 +188,11 @@ print("train mean per channel:", mean)
 print("train std  per channel:", std)
 
 # %% [markdown]
-# The three channels have similar statistics here because the colours are drawn uniformly (the
-# same happens on CIFAR-10: about 0.49/0.48/0.45). On medical, satellite or depth images they
-# differ a lot, which is why the statistics are per channel. Now the pipeline, shared by every
-# split:
+# The three channels have similar statistics here because the colours are drawn uniformly. The
+# same happens on CIFAR-10: about 0.49/0.48/0.45. On medical, satellite or depth images they
+# differ a lot, which is why the statistics are per channel.
+#
+# Now the pipeline, shared by every split:
 
 # %%
 pipeline = v2.Compose([
@@ -194,7 +208,7 @@ print("normalised training set: per-channel mean ≈ 0:", bool(normalised.mean(d
 
 # %% [markdown]
 # A shortcut seen in many tutorials is `Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))`, described as
-# giving mean 0 and std 1. It does not: it computes `(x - 0.5) / 0.5`, which maps the range [0, 1]
+# giving mean 0 and std 1. It does not. It computes `(x - 0.5) / 0.5`, which maps the range [0, 1]
 # to [−1, 1] whatever the images are. The mean becomes 0 and the std 1 only if the images happen
 # to have mean 0.5 and std 0.5. On these images:
 
@@ -204,22 +218,26 @@ print("Normalize(0.5, 0.5): per-channel mean", half.mean(dim=(0, 2, 3)), "std", 
 print("training statistics: per-channel mean", normalised.mean(dim=(0, 2, 3)), "std", normalised.std(dim=(0, 2, 3)))
 
 # %% [markdown]
-# The shortcut's means come out near 0 here only because these images' pixel means are close to
-# 0.5 (printed earlier in this section); its std is twice the pixels' std, not 1. On darker or
-# low-contrast images (X-rays, night scenes) the mean is off as well. A network copes with a
-# constant shift and scale, so this is rarely a disaster, but it is not what the shortcut claims:
-# statistics fitted on the training split give what `Normalize` is for.
+# The shortcut's std is twice the pixels' std, not 1. Its means come out near 0 here only because
+# these images' pixel means are close to 0.5 (printed earlier in this section). On darker or
+# low-contrast images (X-rays, night scenes) the mean is off as well.
+#
+# A network copes with a constant shift and scale, so this is rarely a disaster. But it is not what
+# the shortcut claims: statistics fitted on the training split give what `Normalize` is for.
 #
 # ### Pitfall: validation preprocessed differently from training
 #
-# A classic: training goes through `Normalize`, but the evaluation script (written later, by
-# someone else, or copied from another project) forgets it, or uses other statistics. Nothing
-# crashes; the accuracy is just wrong. To measure it we need a trained model: a small CNN, two
-# epochs on the normalised training tensors (notebook 06 explains every line of this loop).
-# The pipeline returns a `tv_tensors.Image`; `.as_subclass(torch.Tensor)` strips the tag once
-# preprocessing is done. Nothing after this point needs it, and a plain tensor stays plain:
-# on an `Image`, `.to(device)`, `clone()` and `detach()` return an `Image` again, and every
-# operation goes through the subclass's extra Python dispatch first.
+# A classic: training goes through `Normalize`, but the evaluation script forgets it, or uses other
+# statistics. (It was written later, by someone else, or copied from another project.) Nothing
+# crashes; the accuracy is just wrong.
+#
+# To measure it we need a trained model: a small CNN, two epochs on the normalised training
+# tensors. What these lines of the training loop do: notebooks 03 and 06.
+#
+# One more step in the cell: `.as_subclass(torch.Tensor)` strips the `tv_tensors.Image` tag once
+# preprocessing is done. Nothing after this point needs it. On an `Image`, `.to(device)`, `clone()`
+# and `detach()` return an `Image` again, and every operation first goes through the subclass's
+# extra Python dispatch; a plain tensor stays plain.
 
 # %%
 train_tensors = TensorDataset(pipeline(as_batch(train_set)).as_subclass(torch.Tensor),
@@ -269,17 +287,21 @@ variants = {
 results = {name: accuracy(cnn, images.as_subclass(torch.Tensor), val_labels) for name, images in variants.items()}
 for name, acc in results.items():
     print(f"{name:36} val accuracy {acc:6.1%}")
-assert results["same pipeline as training"] > results["val: Normalize forgotten"] + 0.25
-assert results["same pipeline as training"] > results["val: ToDtype without scale=True"] + 0.25
+confirm(results["same pipeline as training"] > results["val: Normalize forgotten"] + 0.25,
+        "forgetting Normalize at evaluation costs more than 25 points of accuracy")
+confirm(results["same pipeline as training"] > results["val: ToDtype without scale=True"] + 0.25,
+        "forgetting scale=True at evaluation costs more than 25 points of accuracy")
 
 
 # %% [markdown]
 # Same model, same images: forgetting `Normalize` (or the `scale=True` of `ToDtype`) at
-# evaluation time throws most of the accuracy away (guessing would give 10 %). Using the
-# validation set's own statistics changes little here only because both splits come from the
-# same distribution; in deployment there is no "validation batch" to compute statistics from.
+# evaluation time throws most of the accuracy away. Guessing would give 10 %.
+#
+# Using the validation set's own statistics changes little here, but only because both splits come
+# from the same distribution. In deployment there is no "validation batch" to compute statistics from.
+#
 # **Fix:** build one preprocessing pipeline object, fit its statistics on the training split,
-# and use that same object for every split (save the numbers with the model).
+# and use that same object for every split. Save the numbers with the model.
 
 # %% [markdown]
 # ### Exercise 1 — `normalization_stats`
@@ -304,10 +326,11 @@ check("05.normalization_stats", normalization_stats)
 # samples, and *collates* them: a list of `(image, label)` pairs becomes one image tensor
 # `[B, C, H, W]` and one label tensor `[B]`.
 #
-# Shuffle the training set so each epoch sees the samples in a new order (SGD assumes batches
-# are random draws; a sorted set gives batches of one class at a time). Do **not** shuffle
-# validation or test data: the metric does not change, but a fixed order lets you compare
-# per-sample predictions between runs.
+# Shuffle the training set, so each epoch sees the samples in a new order. SGD assumes batches
+# are random draws; a sorted set gives batches of one class at a time.
+#
+# Do **not** shuffle validation or test data. The metric does not change, but a fixed order lets
+# you compare per-sample predictions between runs.
 
 # %%
 train_loader = DataLoader(train_tensors, batch_size=64, shuffle=True)
@@ -320,15 +343,19 @@ print("val, twice:           ", next(iter(val_loader))[1][:8].tolist(), next(ite
 print(f"batches per epoch: train {len(train_loader)}, val {len(val_loader)}")
 
 # %% [markdown]
-# `batch_size` trades memory for gradient noise: bigger batches need more memory (activations
-# scale with it, see notebook 08) and give smoother gradients; start with 32–128 and halve it when
+# `batch_size` trades memory for gradient noise. Bigger batches need more memory (activations
+# scale with it, see notebook 08) and give smoother gradients. Start with 32–128, and halve it when
 # memory runs out.
 #
 # ### Pitfall: a last batch of one sample and BatchNorm
 #
-# With 129 training samples and `batch_size=64`, the loader yields 64, 64 and then **1**. A
-# `BatchNorm1d` layer in training mode normalises each feature with the batch's mean and
-# variance, and the variance of one value is undefined:
+# With 129 training samples and `batch_size=64`, the loader yields 64, 64 and then **1**.
+#
+# A `BatchNorm1d` layer in training mode normalises each feature with the batch's mean and
+# variance. One value breaks both uses. Normalising it gives $(x - x)/\sqrt{0 + \varepsilon} = 0$
+# for every feature. And the running variance, an unbiased estimate, would divide by
+# $N - 1 = 0$. So PyTorch refuses a batch of one in training mode (the cell prints the error's type
+# and message):
 
 # %%
 torch.manual_seed(0)
@@ -338,17 +365,21 @@ subset = TensorDataset(*train_tensors[:129])
 keeps_last = DataLoader(subset, batch_size=64, shuffle=True)
 print("batch sizes:", [len(y) for _, y in keeps_last])
 
-# %% tags=["raises-exception"]
+# %%
 with_bn.train()
-for x, y in keeps_last:
-    loss = F.cross_entropy(with_bn(x.to(device)), y.to(device))
+try:
+    for x, y in keeps_last:
+        loss = F.cross_entropy(with_bn(x.to(device)), y.to(device))
+except ValueError as error:        # the error's type and message; the traceback is PyTorch's internals
+    print(f"{type(error).__name__}: {error}")
 
 # %% [markdown]
-# **Fix:** `drop_last=True` on the *training* loader drops the incomplete batch (those samples
-# come back in another position next epoch, since the order is shuffled). Never on the
-# validation loader: there it would silently skip samples. (`BatchNorm2d` does not raise on one
-# image, because it averages over the pixels too, but its statistics from a single image are
-# noisy: the same fix applies.)
+# **Fix:** `drop_last=True` on the *training* loader drops the incomplete batch. Those samples
+# come back in another position next epoch, since the order is shuffled. Never use it on the
+# validation loader: there it would silently skip samples.
+#
+# Note: `BatchNorm2d` does not raise on one image, because it averages over the pixels too. But its
+# statistics from a single image are noisy, so the same fix applies.
 
 # %%
 drops_last = DataLoader(subset, batch_size=64, shuffle=True, drop_last=True)
@@ -382,11 +413,17 @@ check("05.make_loaders", make_loaders)
 #
 # With `num_workers=0` the training process itself fetches every sample, so the model waits
 # while images are read and transformed. With `num_workers=k` the loader starts `k` worker
-# processes that prepare batches in the background. Whether that helps depends on *what* makes
-# `__getitem__` slow. `SlowDataset` (from `course_utils.workers`) wraps a dataset and adds
-# 8 ms per sample, either waiting (like a slow disk or network read) or computing (like heavy
-# decoding or augmentation, which needs a free CPU core). Starting workers costs time too, so
-# the loaders keep them alive between epochs (`persistent_workers=True`) and we time two epochs.
+# processes that prepare batches in the background.
+#
+# Whether that helps depends on *what* makes `__getitem__` slow. `SlowDataset` (from
+# `course_utils.workers`) wraps a dataset and adds 8 ms per sample, in one of two ways:
+#
+# - **wait**: sleep, like a slow disk or network read;
+# - **compute**: 8 ms of CPU work, like heavy decoding or augmentation. It needs a free CPU core.
+#
+# The cell times 0, 2 and 4 workers. Starting workers costs time too, so the loaders keep them
+# alive between epochs (`persistent_workers=True`), and we time two epochs.
+#
 # On macOS and Windows workers start with *spawn* (see the caveat at the end of this section):
 # each one is a fresh Python that imports torch again, so there "epoch 1" includes a few seconds
 # of start-up per loader and only "epoch 2" measures loading.
@@ -394,15 +431,19 @@ check("05.make_loaders", make_loaders)
 # %% tags=["nbval-ignore-output"]
 few_val = TensorDataset(*val_tensors[:64])
 delay_s = 0.008
-floor = len(few_val) * delay_s  # the sleeps/busy loops alone, one after the other
+floor = len(few_val) * delay_s  # the sleeps/CPU work alone, one after the other
+cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 print(f"floor with num_workers=0: {len(few_val)} samples x {delay_s * 1e3:.0f} ms = {floor:.2f} s; "
-      f"2 workers can at best halve it")
-timings = {}
+      f"k workers can at best divide it by k")
+timings, torch_warned = {}, set()
 for mode in ("wait", "compute"):
-    for workers in (0, 2):
-        loader = DataLoader(SlowDataset(few_val, delay_s=delay_s, mode=mode), batch_size=16,
-                            num_workers=workers, persistent_workers=workers > 0)
-        first, count = time_one_epoch(loader)   # includes starting the worker processes
+    for workers in (0, 2, 4):
+        with warnings.catch_warnings(record=True) as caught:   # torch warns when workers > cores
+            warnings.simplefilter("always")
+            loader = DataLoader(SlowDataset(few_val, delay_s=delay_s, mode=mode), batch_size=16,
+                                num_workers=workers, persistent_workers=workers > 0)
+            first, count = time_one_epoch(loader)   # includes starting the worker processes
+        torch_warned.update(str(w.message).split(". ")[1] for w in caught if "worker processes" in str(w.message))
         second, _ = time_one_epoch(loader)      # workers already running
         timings[mode, workers] = second
         print(f"{mode:7}  num_workers={workers}: epoch 1 {first:.2f} s, epoch 2 {second:.2f} s "
@@ -411,55 +452,76 @@ for mode in ("wait", "compute"):
 method = torch.multiprocessing.get_start_method()
 print(f"this machine: {os.cpu_count()} CPU cores; workers started with {method!r}"
       + ("" if method == "fork" else " (a fresh Python per worker: epoch 1 includes its start-up)"))
-assert count == len(few_val)
-assert timings["wait", 2] < timings["wait", 0]
-assert min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor  # each sample really takes 8 ms
+for message in sorted(torch_warned):
+    print("torch warned:", message)
+confirm(count == len(few_val), "an epoch yields every one of the 64 samples")
+confirm(timings["wait", 4] < timings["wait", 2] < timings["wait", 0],
+        "waiting keeps scaling: 2 workers beat none, and 4 beat 2")
+confirm(min(timings["wait", 0], timings["compute", 0]) >= 0.95 * floor,
+        "with num_workers=0 each sample really takes at least 8 ms")
+confirm(all(timings["compute", k] >= 0.9 * floor / min(k, cores) for k in (2, 4)),
+        "computing cannot beat the cores: k workers on c free cores need at least floor / min(k, c)")
 
 # %% [markdown]
+# **Waiting scales with the workers; computing stops at the free cores.** Read "epoch 2":
+#
+# - "wait": 2 workers take about half the time of none, 4 workers about a quarter. Workers that
+#   sleep do not need a core, so they all wait at the same time.
+# - "compute": each worker needs a core of its own. This course's reference machine has
+#   **2 cores**, so 2 workers are at best 2× faster, and 4 workers are no faster than 2. On a
+#   laptop with 8 cores it scales further. When other programs keep the cores busy, even 2 workers
+#   gain little or nothing: there is no free core to compute on.
+#
+# More workers than free cores only adds process switching and memory: each worker holds its own
+# copy of the dataset object. PyTorch itself warns when you ask for more workers than the machine
+# suggests (printed above, if it did). Try `num_workers` = number of physical cores minus one, and
+# measure, as above.
+#
 # Read your numbers against the floor printed first: with `num_workers=0` an epoch cannot be
-# faster than 64 × 8 ms. Time above the floor is the loader's own work (indexing, collating) and,
-# on a busy machine, waiting for a free core: a process that sleeps or spins for 8 ms is not
-# always scheduled again right away, so on a loaded machine the per-sample time can be well above
-# 8 ms, which is the machine, not a bug in the loader. Waiting overlaps well: two workers wait at the same time, so once they run
-# an epoch takes roughly half as long; the first epoch also pays for starting the worker
-# processes (without `persistent_workers` every epoch pays it). Computing only speeds
-# up if there are idle cores: this course's reference machine has **2 cores**, shared with the
-# main process, so the "compute" gain is at most 2× and often smaller; on a laptop with 8 cores
-# it scales further. More workers than free cores only adds process switching and memory
-# (each worker holds its own copy of the dataset object). Try `num_workers` = number of
-# physical cores minus one, and measure, as above.
+# faster than 64 × 8 ms. Time above the floor is the loader's own work (indexing, collating). On a
+# busy machine it is also waiting for a free core: the process is not always scheduled again right
+# away, and "compute" gets only part of a core, so its times can be well above the floor. That is
+# the machine, not a bug in the loader.
 #
-# **The notebook caveat.** Worker processes need the dataset object. On Windows and macOS
-# they are started with *spawn*: a fresh Python imports the dataset's class by module name and
-# unpickles the object. A class defined in a notebook cell lives in `__main__`, which the new
-# process cannot import, and the workers die with `AttributeError: Can't get attribute
-# 'MyDataset' on <module '__main__'>`. On Linux the default has been *fork* (the worker is a copy of
-# the kernel process), so the same notebook works there, which makes the bug appear only on a
-# colleague's Mac. Python 3.14 changed Linux's default to *forkserver*, which also starts workers
-# from a fresh process that unpickles the dataset: there the same bug appears on Linux too.
+# The first epoch also pays for starting the worker processes. Without `persistent_workers`,
+# every epoch pays it.
 #
-# `DataLoader(..., multiprocessing_context="spawn")` would show it on any machine, but a spawned
-# worker is a new Python that imports torch again before it unpickles anything, which takes
-# several seconds per worker on a small machine: too slow to run here. The next cell
-# runs only the step that fails: it pickles the dataset, as the loader does for every worker, and
-# unpickles it in a fresh Python process, as a spawned worker does.
+# **The notebook caveat: define datasets for workers in a `.py` module.** Worker processes need
+# the dataset object. On Windows and macOS they are started with *spawn*: a fresh Python imports
+# the dataset's class by module name and unpickles the object.
+#
+# A class defined in a notebook cell lives in `__main__`, which the new process cannot import. The
+# workers die with `AttributeError: Can't get attribute 'MyDataset' on <module '__main__'>`.
+#
+# On Linux the default has been *fork*: the worker is a copy of the kernel process. So the same
+# notebook works there, and the bug appears only on a colleague's Mac. Python 3.14 changed Linux's
+# default to *forkserver*, which also starts workers from a fresh process that unpickles the
+# dataset. There the same bug appears on Linux too.
+#
+# `DataLoader(..., multiprocessing_context="spawn")` would show it on any machine. But a spawned
+# worker is a new Python that imports torch again before it unpickles anything. That takes several
+# seconds per worker on a small machine: too slow to run here.
+#
+# So the next cell runs only the step that fails. It pickles the dataset, as the loader does for
+# every worker, and unpickles it in a fresh Python process, as a spawned worker does.
 
 # %% tags=["nbval-ignore-output"]
 method = torch.multiprocessing.get_start_method()
 print("start method here:", method)  # fork on Linux (up to Python 3.13), spawn on macOS and Windows
-assert method in ("fork", "spawn", "forkserver")
+confirm(method in ("fork", "spawn", "forkserver"), "workers start with fork, spawn or forkserver")
 
 # %%
 payload = pickle.dumps(mine)  # the object, with its class recorded as module + name
 fresh = subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
                        input=payload, capture_output=True)
 print("a fresh Python unpickling the dataset:", fresh.stderr.decode().strip().splitlines()[-1])
-assert fresh.returncode != 0
+confirm(fresh.returncode != 0, "a fresh Python cannot unpickle a dataset whose class lives in the notebook")
 
 # %% [markdown]
-# The fresh process has its own, empty `__main__`: the class the pickle names is not there. The
-# fix is to put datasets used with workers in a `.py` module and import them, as `SlowDataset`
-# is: a fresh process can import a module by name.
+# The fresh process has its own, empty `__main__`: the class the pickle names is not there.
+#
+# The fix: put datasets used with workers in a `.py` module and import them, as `SlowDataset`
+# is. A fresh process can import a module by name.
 
 # %%
 print("SlowDataset is defined in:", SlowDataset.__module__)
@@ -468,10 +530,11 @@ print("ArrayImageDataset is defined in:", ArrayImageDataset.__module__, "(unreac
 # %% [markdown]
 # ### `pin_memory`: only for copies to a GPU
 #
-# `pin_memory=True` makes the loader put each batch in page-locked host memory, which the GPU
-# can copy from directly, asynchronously, with `x.to(device, non_blocking=True)`. It only
-# matters when batches go to a CUDA device; on a CPU-only machine there is nothing to copy to,
-# so set it from the device instead of hard-coding `True`. The cell below measures the copy
+# `pin_memory=True` makes the loader put each batch in page-locked host memory. The GPU can copy
+# from it directly and asynchronously, with `x.to(device, non_blocking=True)`.
+#
+# It only matters when batches go to a CUDA device. On a CPU-only machine there is nothing to copy
+# to, so set it from the device instead of hard-coding `True`. The cell below measures the copy
 # speed when a GPU is present.
 
 # %% tags=["nbval-ignore-output"]
@@ -496,28 +559,33 @@ if skip_unless_gpu("pageable vs pinned host-to-GPU copy speed", expect=(
     pageable_ms, pinned_ms = copy_ms(pageable), copy_ms(pinned)
     print(f"pageable: {pageable_ms:.3f} ms per copy, pinned: {pinned_ms:.3f} ms per copy "
           f"({pageable_ms / pinned_ms:.1f}x)")
-assert loader.pin_memory == (device.type == "cuda")
+confirm(loader.pin_memory == (device.type == "cuda"), "pin_memory is on exactly when batches go to a CUDA GPU")
 
 # %% [markdown]
 # ## 5. Sequences of different lengths: padding in `collate_fn`
 #
 # The default collate function stacks the samples of a batch, which needs equal shapes. Text,
-# audio and time series come in different lengths:
+# audio and time series come in different lengths, so stacking fails (the cell prints the error's
+# type and message):
 
 # %%
 sequences = toy_sequences(n=64, seed=0)
 print("lengths:", [len(tokens) for tokens, _ in sequences[:8]])
 print("first sample:", sequences[0])
 
-# %% tags=["raises-exception"]
-next(iter(DataLoader(sequences, batch_size=4)))
+# %%
+try:
+    next(iter(DataLoader(sequences, batch_size=4)))
+except RuntimeError as error:      # the error's type and message; the traceback is PyTorch's internals
+    print(f"{type(error).__name__}: {error}")
 
 # %% [markdown]
 # **Fix:** pass a `collate_fn` that pads every sequence of the batch to the batch's longest one.
-# `pad_sequence` does the padding (token 0 is reserved for it here). Keep the true lengths: the
-# model needs them to ignore the padded positions (a mask, or `pack_padded_sequence` for RNNs).
-# Padding to the longest of *each batch* rather than of the whole dataset avoids computing on
-# zeros.
+# `pad_sequence` does the padding (token 0 is reserved for it here).
+#
+# Keep the true lengths. The model needs them to ignore the padded positions: a mask, or
+# `pack_padded_sequence` for RNNs. Padding to the longest of *each batch*, rather than of the whole
+# dataset, avoids computing on zeros.
 
 # %%
 batch = sequences[:4]
@@ -560,7 +628,7 @@ if check("05.pad_collate", pad_collate).passed:
     seq_loader = DataLoader(sequences, batch_size=8, collate_fn=pad_collate)
     for padded, lengths, labels in islice(seq_loader, 2):
         print(f"padded {tuple(padded.shape)}  lengths {lengths.tolist()}  labels {labels.tolist()}")
-        assert padded.shape == (len(lengths), int(lengths.max()))
+        confirm(padded.shape == (len(lengths), int(lengths.max())), "each batch is as wide as its longest sequence")
 else:
     print("Finish Exercise 3 first: this cell then runs a DataLoader with your pad_collate.")
 
@@ -568,8 +636,9 @@ else:
 # ### Padding and a recurrent network: `pack_padded_sequence`
 #
 # A mask is enough for layers that look at all positions at once (pooling, attention). A recurrent
-# network reads a sequence one step at a time, so after a short sequence it goes on reading the
-# padding zeros, and its final hidden state describes "the sequence followed by zeros".
+# network is different: it reads a sequence one step at a time. After a short sequence it goes on
+# reading the padding zeros, and its final hidden state describes "the sequence followed by zeros".
+#
 # `pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)` tells the RNN where each
 # sequence ends, and it stops there. Four sequences through a small GRU, compared with each
 # sequence run alone:
@@ -588,7 +657,8 @@ with torch.inference_mode():
 print("lengths:                          ", lengths.tolist())
 print("final state vs alone, padded batch:", [f"{d:.3f}" for d in (from_padded - alone).abs().amax(dim=1)])
 print("final state vs alone, packed batch:", [f"{d:.3f}" for d in (from_packed - alone).abs().amax(dim=1)])
-assert torch.allclose(from_packed, alone, atol=1e-5) and not torch.allclose(from_padded, alone, atol=1e-3)
+confirm(torch.allclose(from_packed, alone, atol=1e-5) and not torch.allclose(from_padded, alone, atol=1e-3),
+        "packed sequences give the GRU the same final states as running each alone; padded ones do not")
 
 # %% [markdown]
 # Only the longest sequence, which has no padding, gets its own final state from the padded batch;
@@ -599,9 +669,10 @@ assert torch.allclose(from_packed, alone, atol=1e-5) and not torch.allclose(from
 # ## 6. Look at a batch before you train on it
 #
 # The cheapest bug detector in deep learning: draw a batch *as the model receives it*, with
-# its labels. Mislabelled data, a label order that does not match the images after shuffling,
-# a wrong colour order or a broken normalisation are visible at a glance. `show_images` undoes
-# the normalisation for display when given the same `mean` and `std`.
+# its labels. These are visible at a glance: mislabelled data, a label order that does not match
+# the images after shuffling, a wrong colour order, a broken normalisation.
+#
+# `show_images` undoes the normalisation for display when given the same `mean` and `std`.
 
 # %%
 images, labels = next(iter(DataLoader(train_tensors, batch_size=16, shuffle=True)))
@@ -629,6 +700,7 @@ plt.show()
 # Images and labels often live in two places (a folder of files and a CSV, two arrays) and are
 # paired by position. Drop one corrupt file from the image list but not from the label list, or
 # sort one of the two, and every label is paired with another sample's image. Nothing crashes.
+#
 # Here the validation labels are shifted by one position, and the trained CNN is scored against
 # them:
 
@@ -637,12 +709,13 @@ shifted_labels = val_labels.roll(1)  # label i now belongs to image i - 1
 all_val_images = val_tensors.tensors[0]
 aligned_acc, shifted_acc = accuracy(cnn, all_val_images, val_labels), accuracy(cnn, all_val_images, shifted_labels)
 print(f"same model, same images: labels aligned {aligned_acc:.1%}, labels shifted by one {shifted_acc:.1%}")
-assert shifted_acc < 0.3 < aligned_acc
+confirm(shifted_acc < 0.3 < aligned_acc, "labels shifted by one drop the accuracy to near chance")
 
 # %% [markdown]
-# The model did not change: the score fell to about chance (10 %) because the labels no longer
-# describe the images, and a model *trained* on such labels would have nothing to learn. The
-# accuracy alone does not tell you why. One look at a batch with its labels does:
+# The model did not change. The score fell to about chance (10 %) because the labels no longer
+# describe the images; a model *trained* on such labels would have nothing to learn.
+#
+# The accuracy alone does not tell you why. One look at a batch with its labels does:
 
 # %%
 show_images(all_val_images[:16], shifted_labels[:16], classes=val_set.classes, mean=mean.tolist(),
@@ -670,10 +743,12 @@ plt.show()
 #
 # ## Further reading
 #
-# - PyTorch docs: *torch.utils.data* (Dataset types, samplers, `collate_fn`, multi-process data
-#   loading and its platform-specific behaviours, memory pinning).
-# - torchvision docs: *Transforming and augmenting images* (transforms v2, "Getting started with
-#   transforms v2").
-# - PyTorch docs: *torch.nn.utils.rnn.pad_sequence* and *pack_padded_sequence*.
-# - PyTorch docs: *BatchNorm1d* / *BatchNorm2d*.
-# - Next: `06_training_loop.ipynb`.
+# - PyTorch docs: [*torch.utils.data*](https://docs.pytorch.org/docs/stable/data.html) (Dataset types, samplers, `collate_fn`,
+#   multi-process data loading and its platform-specific behaviours, memory pinning).
+# - torchvision docs: [*Transforming and augmenting images*](https://docs.pytorch.org/vision/stable/transforms.html)
+#   (transforms v2, ["Getting started with transforms v2"](https://docs.pytorch.org/vision/stable/auto_examples/transforms/plot_transforms_getting_started.html)).
+# - PyTorch docs: [*torch.nn.utils.rnn.pad_sequence*](https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.rnn.pad_sequence.html)
+#   and [*pack_padded_sequence*](https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.rnn.pack_padded_sequence.html).
+# - PyTorch docs: [*BatchNorm1d*](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html) /
+#   [*BatchNorm2d*](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm2d.html).
+# - Next: [06 · The training loop](06_training_loop.ipynb).

@@ -116,6 +116,14 @@ def test_slow_dataset_modes() -> None:
     assert time.perf_counter() - start >= 0.01
 
 
+def test_compute_mode_is_a_fixed_amount_of_cpu_work() -> None:
+    # Wall-clock spinning would count time the process spent descheduled on a busy machine, and
+    # "compute" would then scale with workers like "wait". CPU time of the thread must advance by delay_s.
+    before = time.thread_time()
+    _ = SlowDataset([0], delay_s=0.05, mode="compute")[0]
+    assert time.thread_time() - before >= 0.05
+
+
 @pytest.mark.slow
 def test_workers_can_import_the_dataset_under_spawn() -> None:
     # The notebook caveat: under spawn, workers unpickle the dataset by importing its class.
