@@ -9,15 +9,23 @@
 # %% [markdown]
 # # 06 · The training loop: six lines, and everything around them
 #
-# Every PyTorch training run, from this notebook's small CNN to a large language model, repeats
-# the same six steps: move a batch, clear the old gradients, run the model, compute the loss,
-# backpropagate, update. This notebook trains an image classifier end to end on the offline
-# `ShapesDataset` of notebook 05, and surrounds those six lines with the habits that make
-# training trustworthy: checking shapes with a dummy forward pass, feeding the loss what it
-# expects, overfitting one batch before anything else, validating in eval mode without
-# gradients, scheduling the learning rate, clipping and logging gradient norms, writing a log
-# you can plot. It ends with `course_utils.training.fit()`, the packaged version of this loop
-# that later notebooks use.
+# Every PyTorch training run repeats the same six steps: move a batch, clear the old gradients, run
+# the model, compute the loss, backpropagate, update. This holds from this notebook's small CNN to a
+# large language model.
+#
+# This notebook trains an image classifier end to end on the offline `ShapesDataset` of notebook 05.
+# Around the six lines it adds the habits that make training trustworthy:
+#
+# - check shapes with a dummy forward pass;
+# - feed the loss what it expects;
+# - overfit one batch before anything else;
+# - validate in eval mode, without gradients;
+# - schedule the learning rate;
+# - clip and log gradient norms;
+# - write a log you can plot.
+#
+# It ends with `course_utils.training.fit()`, the packaged version of this loop that later notebooks
+# use.
 
 # %% [markdown]
 # ## You will learn (≈ 60 min)
@@ -70,6 +78,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchvision.transforms import v2
 from tqdm.auto import tqdm
 
+from course_utils.claims import confirm
 from course_utils.data import ShapesDataset, regression_data
 from course_utils.devices import pick_device
 from course_utils.exercises import check
@@ -83,9 +92,11 @@ log_dir = Path(tempfile.mkdtemp(prefix="course06-"))  # CSV logs go here (a temp
 # %% [markdown]
 # ## 1. The data, prepared as in notebook 05
 #
-# Training split for learning, validation split for measuring; normalisation statistics from the
-# training split only. The pipeline has no random augmentation, so we run it once on each whole
-# split and keep the tensors (per-sample transforms would redo the same work every epoch).
+# The training split is for learning, the validation split for measuring. The normalisation
+# statistics come from the training split only.
+#
+# The pipeline has no random augmentation. So we run it once on each whole split and keep the
+# tensors: per-sample transforms would redo the same work every epoch.
 
 # %%
 train_set, val_set = ShapesDataset("train"), ShapesDataset("val")
@@ -114,11 +125,15 @@ print("classes:", train_set.classes)
 # %% [markdown]
 # ## 2. A CNN for 3×32×32, with the flatten size checked
 #
-# Three blocks of convolution (3×3, padding 1: the size is kept), ReLU and 2×2 max-pooling (the
-# size is halved), then a linear layer on the flattened feature maps. The one number you must get
-# right is the linear layer's input size. By hand: 32 → 16 → 8 → 4 pixels per side after three
-# poolings, times 32 channels = 32·4·4 = 512. Do not trust the hand computation: run a dummy
-# input through the convolutional part and read the size off.
+# The network has three blocks. Each block is a convolution (3×3, padding 1: the size is kept), a
+# ReLU and a 2×2 max-pooling (the size is halved). A linear layer on the flattened feature maps
+# follows.
+#
+# The one number you must get right is the linear layer's input size. By hand: 32 → 16 → 8 → 4
+# pixels per side after three poolings, times 32 channels = 32·4·4 = 512.
+#
+# Do not trust the hand computation. Run a dummy input through the convolutional part and read the
+# size off.
 
 # %%
 def make_features() -> nn.Sequential:
@@ -133,11 +148,11 @@ with torch.no_grad():
     feature_shape = make_features()(torch.zeros(1, 3, 32, 32)).shape
 flat_size = feature_shape[1:].numel()
 print("feature maps:", tuple(feature_shape), "-> flatten size", flat_size)
-assert flat_size == 32 * 4 * 4
+confirm(flat_size == 32 * 4 * 4, "the dummy forward pass gives the hand-computed flatten size 32·4·4 = 512")
 
 # %% [markdown]
-# A linear layer sized for a different network (a common copy-paste: two poolings instead of
-# three, so 32·8·8 = 2048) fails on the first forward pass, and the message names both sizes:
+# A linear layer sized for a different network fails on the first forward pass. A common copy-paste
+# has two poolings instead of three, so 32·8·8 = 2048. The message names both sizes:
 
 # %% tags=["raises-exception"]
 wrong = nn.Sequential(make_features(), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
@@ -145,10 +160,11 @@ wrong(torch.zeros(1, 3, 32, 32))
 
 
 # %% [markdown]
-# `nn.Flatten()` (or `torch.flatten(x, 1)` inside `forward`) keeps the batch dimension and
-# flattens the rest; it also works on non-contiguous tensors, where the older
-# `x.view(x.size(0), -1)` raises. For comparison, an MLP that flattens the pixels directly and has
-# about as many parameters: with 3,072 inputs, a similar budget affords only 4 hidden units.
+# `nn.Flatten()` (or `torch.flatten(x, 1)` inside `forward`) keeps the batch dimension and flattens
+# the rest. It also works on non-contiguous tensors, where the older `x.view(x.size(0), -1)` raises.
+#
+# For comparison, here is an MLP that flattens the pixels directly and has about as many parameters.
+# With 3,072 inputs, a similar budget affords only 4 hidden units.
 
 # %%
 def make_cnn() -> nn.Module:
@@ -169,9 +185,13 @@ print("CNN output for a dummy batch:", tuple(make_cnn()(torch.zeros(2, 3, 32, 32
 # %% [markdown]
 # ## 3. The loss: logits in, integer labels in
 #
-# `nn.CrossEntropyLoss` takes the raw scores (logits, any real numbers) of shape `[B, classes]`
-# and the class indices as int64 of shape `[B]`. It applies `log_softmax` itself, in one
-# numerically stable step: the loss of sample `i` is `-log_softmax(logits)[i, y_i]`.
+# `nn.CrossEntropyLoss` takes two things:
+#
+# - the raw scores (*logits*, any real numbers), of shape `[B, classes]`;
+# - the class indices, as int64, of shape `[B]`.
+#
+# It applies `log_softmax` itself, in one numerically stable step. The loss of sample `i` is
+# `-log_softmax(logits)[i, y_i]`.
 
 # %%
 logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]])
@@ -180,19 +200,23 @@ print("CrossEntropyLoss:        ", nn.CrossEntropyLoss()(logits, labels))
 print("-log_softmax at the label:", -F.log_softmax(logits, dim=1)[torch.arange(2), labels].mean())
 
 # %% [markdown]
-# Class-index labels of shape `[B]` must be int64 (`torch.long`; uint8 is accepted too). Labels that
-# arrive as int32 (from NumPy, say) are refused with a clear message; convert them with `.long()`:
+# Class-index labels of shape `[B]` must be int64 (`torch.long`; uint8 is accepted too). Labels
+# that arrive as int32 (from NumPy, say) are refused with a clear message. Convert them with
+# `.long()`:
 
 # %% tags=["raises-exception"]
 nn.CrossEntropyLoss()(logits, labels.to(torch.int32))
 
 # %% [markdown]
-# The loss also takes a second kind of target: **class probabilities**, float, shaped like the
-# logits `[B, classes]`, each row summing to 1. These are soft labels: what `v2.MixUp` and
-# `v2.CutMix` produce when they blend two images and their labels, or a teacher model's
-# predictions in distillation. The loss is then `-(target * log_softmax(logits)).sum(dim=1)`,
-# averaged. `label_smoothing=0.1` builds such a target from class indices itself: 0.9 + 0.1/C on
-# the label and 0.1/C on every other class.
+# The loss also takes a second kind of target: **class probabilities**. They are float, shaped like
+# the logits `[B, classes]`, and each row sums to 1.
+#
+# These are soft labels. `v2.MixUp` and `v2.CutMix` produce them when they blend two images and
+# their labels; a teacher model's predictions in distillation are another example. The loss is then
+# `-(target * log_softmax(logits)).sum(dim=1)`, averaged.
+#
+# `label_smoothing=0.1` builds such a target from class indices itself: 0.9 + 0.1/C on the label and
+# 0.1/C on every other class.
 
 # %%
 soft = torch.tensor([[0.7, 0.3, 0.0], [0.0, 0.5, 0.5]])  # float [B, classes]: probabilities
@@ -205,20 +229,25 @@ print("label_smoothing=0.1:", F.cross_entropy(logits, labels, label_smoothing=0.
 # %% [markdown]
 # ### Pitfall: softmax before `CrossEntropyLoss`
 #
-# Code ported from frameworks whose loss expects probabilities often ends the model with a
-# softmax. With `CrossEntropyLoss` that means softmax twice, and nothing crashes. Two measurable
-# consequences. First, the loss has a floor: the best a probability vector can do for 10 classes
-# is a one-hot `[1, 0, ..., 0]`, which the loss softmaxes *again*:
+# Code ported from frameworks whose loss expects probabilities often ends the model with a softmax.
+# With `CrossEntropyLoss` that means softmax twice, and nothing crashes. There are two measurable
+# consequences.
+#
+# First, the loss has a floor. The best a probability vector can do for 10 classes is a one-hot
+# `[1, 0, ..., 0]`, and the loss softmaxes it *again*:
 
 # %%
 best_possible = F.cross_entropy(torch.eye(10), torch.arange(10))
 print(f"lowest reachable loss with softmax before the loss: {best_possible:.4f} (instead of 0)")
 
 # %% [markdown]
-# Second, the gradients shrink, so learning slows down. The honest test of a training setup is to
-# **overfit one small batch**: a correct model, loss and optimizer drive the loss of a single
-# fixed batch to almost zero within a few dozen steps. Same model initialisation, same batch,
-# with and without the extra softmax:
+# Second, the gradients shrink, so learning slows down.
+#
+# The honest test of a training setup is to **overfit one small batch**. A correct model, loss and
+# optimizer drive the loss of a single fixed batch to almost zero within a few dozen steps.
+#
+# Below: the same model initialisation and the same batch, with and without the extra softmax. (The
+# loop inside `overfit_one_batch` is the six steps of §4.)
 
 # %% tags=["nbval-ignore-output"]
 one_batch = next(iter(DataLoader(train_data, batch_size=32)))
@@ -248,12 +277,15 @@ def overfit_one_batch(softmax_first: bool, lr: float = 1e-2, steps: int = 40) ->
 
 correct_losses = overfit_one_batch(softmax_first=False)
 softmax_losses = overfit_one_batch(softmax_first=True)
-assert correct_losses[-1] < 0.05 and softmax_losses[-1] > best_possible.item()
+confirm(correct_losses[-1] < 0.05 and softmax_losses[-1] > best_possible.item(),
+        "the correct setup drives the batch loss near zero, while softmax first stays above its floor")
 
 # %% [markdown]
-# The correct setup memorises the batch (loss near zero); with softmax first, the first gradient
-# is many times smaller and the loss can never get below the floor above. **Fix:** the model
-# returns logits; apply `softmax` only when you need probabilities for a human, after the loss.
+# The correct setup memorises the batch (loss near zero). With softmax first, the first gradient is
+# many times smaller, and the loss can never get below the floor above.
+#
+# **Fix:** the model returns logits. Apply `softmax` only when you need probabilities for a human,
+# after the loss.
 #
 # ## 4. The six steps, in order
 #
@@ -266,12 +298,16 @@ assert correct_losses[-1] < 0.05 and softmax_losses[-1] > best_possible.item()
 # optimizer.step()                    # 6. update the parameters from p.grad
 # ```
 #
-# Gradients *accumulate* in `p.grad` (notebook 03), so step 2 must come before step 5 of every
-# iteration, and step 6 after step 5. `zero_grad()` has set gradients to `None` by default since
-# PyTorch 2.0 (`set_to_none=True`) instead of filling them with zeros: it saves memory and a
-# write, and code that reads `p.grad` between steps must be ready for `None`. The optimizer's
-# `zero_grad()` clears the `.grad` of the parameters it was given, the model's those of its own
-# parameters: the same tensors when the optimizer holds all of them. The cell uses the model's:
+# Gradients *accumulate* in `p.grad` (notebook 03). So step 2 must come before step 5 of every
+# iteration, and step 6 after step 5.
+#
+# Since PyTorch 2.0, `zero_grad()` sets gradients to `None` by default (`set_to_none=True`) instead
+# of filling them with zeros. It saves memory and a write. Code that reads `p.grad` between steps
+# must be ready for `None`.
+#
+# The optimizer's `zero_grad()` clears the `.grad` of the parameters it was given; the model's
+# clears those of its own parameters. They are the same tensors when the optimizer holds all of
+# them. The cell uses the model's:
 
 # %%
 probe = nn.Linear(2, 1)
@@ -284,16 +320,20 @@ probe.zero_grad(set_to_none=False)
 print("after zero_grad(set_to_none=False):", probe.weight.grad)
 
 # %% [markdown]
-# The same `overfit_one_batch` test also catches a bad learning rate before you spend an hour on
-# a full run: far too small and the loss barely moves; far too large and it explodes (see the
-# highest loss) and ends far above what a good learning rate reaches (ln(10) ≈ 2.30 is the loss
-# of guessing among 10 classes).
+# The same `overfit_one_batch` test also catches a bad learning rate, before you spend an hour on a
+# full run:
+#
+# - far too small, and the loss barely moves;
+# - far too large, and it explodes (see the highest loss) and ends far above what a good learning
+#   rate reaches.
+#
+# For reference, ln(10) ≈ 2.30 is the loss of guessing among 10 classes.
 
 # %% tags=["nbval-ignore-output"]
 for lr in (1e-5, 1e-2, 1.0):
     losses = overfit_one_batch(softmax_first=False, lr=lr, steps=25)
     print(f"   lr={lr:g}: highest loss {max(losses):.4g}")
-assert max(losses) > 10 * losses[0]  # lr=1.0 blows up
+confirm(max(losses) > 10 * losses[0], "at lr=1.0 the loss explodes to more than 10 times its start")
 
 
 # %% [markdown]
@@ -332,14 +372,21 @@ check("06.train_one_epoch", train_one_epoch)
 # %% [markdown]
 # ## 5. Validation: `eval()` and `inference_mode`
 #
-# Two switches, for two different things. `model.eval()` changes how some *layers* compute:
-# Dropout stops dropping, BatchNorm normalises with its running statistics instead of the batch's
-# (notebook 04 measured it). `torch.inference_mode()` and `torch.no_grad()` switch off *autograd*:
-# no graph is recorded, which saves time and memory. `inference_mode` goes one step further and
-# marks its results as inference tensors, which autograd refuses to use later: right for
-# validation and serving, where results are only read. `no_grad` is the one to use when a result
-# may later enter a computation that is differentiated (notebook 03 reproduced the error
-# `inference_mode` gives there). Neither switch implies `eval()`, nor the other way round:
+# Two switches, for two different things.
+#
+# `model.eval()` changes how some *layers* compute. Dropout stops dropping; BatchNorm normalises with
+# its running statistics instead of the batch's (notebook 04 measured it).
+#
+# `torch.inference_mode()` and `torch.no_grad()` switch off *autograd*: no graph is recorded, which
+# saves time and memory.
+#
+# `inference_mode` goes one step further. It marks its results as inference tensors, which autograd
+# refuses to save for backward later (so a layer you train cannot take them as input). That is right
+# for validation and serving, where results are only read. Use `no_grad` when a result may later
+# enter a computation that is differentiated (notebook 03 reproduced the error `inference_mode`
+# gives there).
+#
+# Neither switch implies `eval()`, nor the other way round:
 
 # %%
 torch.manual_seed(0)
@@ -358,15 +405,15 @@ with torch.inference_mode():
 # Remember to switch back with `model.train()` at the start of the next epoch.
 #
 # The predicted class is the index of the largest logit. Much code writes it
-# `_, predicted = torch.max(outputs, 1)`: with a dimension, `torch.max` returns two tensors, the
-# largest *values* and their *indices*, and the indices are the classes, the same as `argmax`:
+# `_, predicted = torch.max(outputs, 1)`. With a dimension, `torch.max` returns two tensors: the
+# largest *values* and their *indices*. The indices are the classes, the same as `argmax`:
 
 # %%
 outputs = torch.tensor([[0.1, 2.0, -1.0], [3.0, 0.5, 0.2], [0.0, 0.1, 0.4]])
 values, indices = torch.max(outputs, 1)
 print("torch.max(outputs, 1):", torch.max(outputs, 1))
 print("outputs.argmax(dim=1):", outputs.argmax(dim=1))
-assert torch.equal(indices, outputs.argmax(dim=1))
+confirm(torch.equal(indices, outputs.argmax(dim=1)), "the indices torch.max returns are the argmax over dim 1")
 
 # %% [markdown]
 # ### Exercise 2 — `evaluate`
@@ -396,9 +443,11 @@ check("06.evaluate", evaluate)
 # %% [markdown]
 # ## 6. Learning-rate schedules
 #
-# A constant learning rate is rarely best: large steps help early, small steps let the model
-# settle at the end. A scheduler changes `optimizer.param_groups[i]["lr"]` each time you call
-# its `step()`. Tracing one by hand:
+# A constant learning rate is rarely best. Large steps help early; small steps let the model settle
+# at the end.
+#
+# A scheduler changes `optimizer.param_groups[i]["lr"]` each time you call its `step()`. Tracing one
+# by hand:
 
 # %%
 param = torch.zeros(1, requires_grad=True)
@@ -415,11 +464,11 @@ for epoch in range(9):
 
 # %% [markdown]
 # Read the drops: a cosine schedule decays *slowest* at the start, *fastest* in the middle, and
-# slowly again at the end. (It is sometimes described as dropping fast early; that describes an
+# slowly again at the end. (It is sometimes described as dropping fast early. That describes an
 # exponential or step decay, not the cosine.)
 #
-# The four schedulers of this notebook, traced over 10 epochs of 20 batches, each stepped where
-# it belongs:
+# The four schedulers of this notebook, traced over 10 epochs of 20 batches, each stepped where it
+# belongs:
 #
 # - `CosineAnnealingLR(optimizer, T_max=epochs)`: a smooth half cosine down to ~0. Per epoch.
 # - `StepLR(optimizer, step_size, gamma)`: multiply by `gamma` every `step_size` epochs. Per epoch.
@@ -429,12 +478,13 @@ for epoch in range(9):
 # - `OneCycleLR(optimizer, max_lr, epochs, steps_per_epoch)`: warm up to `max_lr`, then anneal far
 #   below the start. **Per batch.**
 #
-# The explorer below lets you change the scheduler and its parameters, and where `step()` is
-# called; the static picture after it shows the four side by side.
+# The explorer below lets you change the scheduler, its parameters, and where `step()` is called.
+# The static picture after it shows the four side by side.
 
 # %% tags=["nbval-ignore-output"]
 explorer = lr_schedule_explorer(epochs=10, steps_per_epoch=20)
-assert len(lr_curve("onecycle", epochs=10, steps_per_epoch=20)) == 200
+confirm(len(lr_curve("onecycle", epochs=10, steps_per_epoch=20)) == 200,
+        "a one-cycle schedule stepped per batch has one learning rate per batch: 10 epochs x 20 = 200")
 explorer
 
 # %%
@@ -444,9 +494,11 @@ plt.show()
 # %% [markdown]
 # ### Pitfall: `step()` in the wrong place
 #
-# An epoch-based scheduler stepped every batch runs through its whole schedule in the first
-# epoch (a cosine then climbs back up: it is periodic); one-cycle stepped once per epoch never
-# gets past its warm-up. Nothing raises; the learning rate is just wrong:
+# Nothing raises; the learning rate is just wrong:
+#
+# - an epoch-based scheduler stepped every batch runs through its whole schedule in the first epoch
+#   (a cosine then climbs back up: it is periodic);
+# - one-cycle stepped once per epoch never gets past its warm-up.
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3))
@@ -475,19 +527,22 @@ with warnings.catch_warnings(record=True) as caught:
         optimizer.step()
 print("warning:", str(caught[0].message).split(" See more")[0])
 print("learning rates the three optimizer steps used:", [round(lr, 4) for lr in used])
-assert len(caught) == 1 and used[0] < 0.1
+confirm(len(caught) == 1 and used[0] < 0.1,
+        "scheduler.step() before optimizer.step() warns once, and the first step already uses the second value")
 
 # %% [markdown]
 # The schedule starts at 0.1 (the trace above), but the first step already ran with its second
-# value. One skipped value hardly matters for a long cosine; for a warm-up it means starting one
-# step further on. The warning names the fix: `optimizer.step()` first.
+# value. One skipped value hardly matters for a long cosine; for a warm-up it means starting one step
+# further on. The warning names the fix: `optimizer.step()` first.
 #
 # ### Does a schedule beat a constant learning rate? Measured on a small problem
 #
-# Same model, data, seed and number of steps, plain SGD with batches of 8: a constant learning
-# rate against a cosine decay from the same value (stepped per batch), at two learning rates. The
-# data is a small regression set whose noise has variance 0.01: no model can get its mean squared
-# error much below that.
+# The comparison: a constant learning rate against a cosine decay from the same value (stepped per
+# batch), at two learning rates. Everything else is the same: model, data, seed, number of steps,
+# plain SGD with batches of 8.
+#
+# The data is a small regression set whose noise has variance 0.01. No model can get its mean
+# squared error much below that.
 
 # %% tags=["nbval-ignore-output"]
 regression = regression_data(n=128, n_features=3, noise=0.1)
@@ -519,26 +574,37 @@ def sgd_run(lr: float, schedule: bool, epochs: int = 10, batch_size: int = 8) ->
 final = {(lr, schedule): sgd_run(lr, schedule) for lr in (0.01, 0.1) for schedule in (False, True)}
 for lr in (0.01, 0.1):
     print(f"lr {lr:<4}: final loss, constant {final[lr, False]:.4f} | cosine {final[lr, True]:.4f}   (floor ≈ 0.01)")
-assert final[0.1, True] < final[0.1, False] and final[0.01, True] > final[0.01, False]
+confirm(final[0.1, True] < final[0.1, False] and final[0.01, True] > final[0.01, False],
+        "cosine beats a constant rate at lr 0.1 and ends worse than it at lr 0.01")
 
 # %% [markdown]
-# What this small problem shows, and no more: at the larger rate a constant step keeps the
-# weights bouncing around the minimum (every batch of 8 pushes them a full step in its own
-# direction), and decaying the rate lets the run settle closer to the floor. At the smaller rate
-# the cosine run ends *worse*: when the rate is already small, decaying it mostly shortens the
-# useful part of the budget. A schedule is a way to take large steps early and still end with
-# small ones; it pays off when the starting rate is large, and it is no substitute for choosing
-# that rate (section 4's screening). The CNN of §8 uses one-cycle, which adds a warm-up; this
-# notebook does not compare it with a constant rate (that would be another full training run).
+# This small problem shows two things, and no more.
+#
+# At the larger rate, a constant step keeps the weights bouncing around the minimum: every batch of 8
+# pushes them a full step in its own direction. Decaying the rate lets the run settle closer to the
+# floor.
+#
+# At the smaller rate, the cosine run ends *worse*. When the rate is already small, decaying it
+# mostly shortens the useful part of the budget.
+#
+# So a schedule is a way to take large steps early and still end with small ones. It pays off when
+# the starting rate is large, and it is no substitute for choosing that rate (section 4's
+# screening).
+#
+# The CNN of §8 uses one-cycle, which adds a warm-up. This notebook does not compare it with a
+# constant rate: that would be another full training run.
 
 # %% [markdown]
 # ## 7. Gradient clipping, with the norm logged
 #
-# A single bad batch can produce a huge gradient and throw the parameters far away (the loss
-# jumps or becomes NaN). `nn.utils.clip_grad_norm_(model.parameters(), max_norm)` computes the
-# total norm of all gradients together and, if it exceeds `max_norm`, scales them all down by the
-# same factor. It goes **after `backward()` and before `step()`**, and it *returns the total norm
-# before clipping*: log it, because its history is the best early warning of instability.
+# A single bad batch can produce a huge gradient and throw the parameters far away: the loss jumps or
+# becomes NaN.
+#
+# `nn.utils.clip_grad_norm_(model.parameters(), max_norm)` computes the total norm of all gradients
+# together. If it exceeds `max_norm`, it scales them all down by the same factor.
+#
+# It goes **after `backward()` and before `step()`**. It *returns the total norm before clipping*:
+# log it, because its history is the best early warning of instability.
 
 # %%
 torch.manual_seed(0)
@@ -552,11 +618,12 @@ print(f"total norm returned: {before:.4f}, after clipping: {after:.4f}")
 # %% [markdown]
 # ### Clipping rescues a run (and too small a `max_norm` slows it down)
 #
-# The regression set of §6 again, with two of its 128 rows recorded in the wrong unit (30 times
-# too large), the kind of spike one bad file produces. A small MLP with SGD and momentum, the
-# same seed and batches each time, without clipping and with `max_norm` 1 and 0.1. Each step's
-# loss and gradient norm stay tensors and are converted once at the end; the score is the final
-# loss on the 126 correct rows.
+# The regression set of §6 again, with two of its 128 rows recorded in the wrong unit (30 times too
+# large). One bad file produces this kind of spike.
+#
+# A small MLP is trained with SGD and momentum, with the same seed and batches each time: without
+# clipping, and with `max_norm` 1 and 0.1. Each step's loss and gradient norm stay tensors and are
+# converted once at the end. The score is the final loss on the 126 correct rows.
 
 # %% tags=["nbval-ignore-output"]
 spiky_x = rx.clone()
@@ -594,23 +661,31 @@ for max_norm, (losses, norms, final_loss) in runs.items():
 losses, norms, _ = runs[None]
 first_bad = next(i for i, loss in enumerate(losses) if not math.isfinite(loss))
 print(f"no clipping, gradient norm at steps 0-{first_bad}:", [f"{norm:.2g}" for norm in norms[:first_bad + 1]])
-assert not math.isfinite(runs[None][2]) and runs[1.0][2] < 1.0 < runs[0.1][2]
-assert sum(norm > 1.0 for norm in runs[1.0][1]) > len(runs[1.0][1]) / 2  # max_norm=1 shortens most steps here
+confirm(not math.isfinite(runs[None][2]) and runs[1.0][2] < 1.0 < runs[0.1][2],
+        "without clipping the run diverges; max_norm=1 trains, and max_norm=0.1 learns more slowly")
+confirm(sum(norm > 1.0 for norm in runs[1.0][1]) > len(runs[1.0][1]) / 2,
+        "max_norm=1 shortens most steps of this run, not only the spikes")
 
 # %% [markdown]
-# Without clipping the run is lost after a handful of steps (the first non-finite step is
-# printed): the loss overflows to `inf`, then becomes `nan`, and nothing afterwards can bring it
-# back. The gradient norms printed last are the early warning: they grow by orders of magnitude
-# *before* the loss stops being a number, which is why the loop in §8 logs them at every step.
-# With `max_norm=1` no gradient that reaches the optimizer is longer than 1, so a spike can no
-# longer throw the weights away, and the run trains. The share of clipped steps printed above
-# shows that here this is not a cut of the spikes alone: the gradients of this run are mostly
-# longer than 1 (about 30 at step 0), so `max_norm=1` shortens almost every step, and the steps
-# it leaves are still long enough to learn. With `max_norm=0.1` every step is ten times shorter
-# again: the run is stable but learns slowly (compare its final loss with the `max_norm=1`
-# run's). In your own runs, read the typical gradient norm of a healthy run from the log and set
-# `max_norm` somewhat above it, so that mainly the spikes are cut; far below it, clipping acts
-# like a smaller learning rate.
+# Without clipping, the run is lost after a handful of steps (the first non-finite step is printed).
+# The loss overflows to `inf`, then becomes `nan`, and nothing afterwards can bring it back.
+#
+# The gradient norms printed last are the early warning. They grow by orders of magnitude *before*
+# the loss stops being a number. That is why the loop in §8 logs them at every step.
+#
+# With `max_norm=1`, no gradient that reaches the optimizer is longer than 1. A spike can no longer
+# throw the weights away, and the run trains.
+#
+# The share of clipped steps printed above shows that here this is not a cut of the spikes alone.
+# The gradients of this run are mostly longer than 1 (about 30 at step 0). So `max_norm=1` shortens
+# almost every step, and the steps it leaves are still long enough to learn.
+#
+# With `max_norm=0.1`, every step is ten times shorter again. The run is stable but learns slowly
+# (compare its final loss with the `max_norm=1` run's).
+#
+# In your own runs, read the typical gradient norm of a healthy run from the log. Set `max_norm`
+# somewhat above it, so that mainly the spikes are cut. Far below it, clipping acts like a smaller
+# learning rate.
 
 
 # %% [markdown]
@@ -638,15 +713,67 @@ check("06.clipped_step", clipped_step)
 # %% [markdown]
 # ## 8. The whole loop: train, validate, schedule, clip, log
 #
-# Everything together, written out: 4 epochs of the CNN with Adam and a one-cycle schedule
-# (stepped per batch), clipping at norm 5 (above the typical norm here, so only spikes are cut:
-# the plot below shows which), a `tqdm.auto` progress bar (a widget in Jupyter, a
-# text bar in a terminal), one CSV row per epoch (flushed as it is written, so a crashed run
-# still leaves its log), and per-step learning rate and gradient norm. Values stay tensors
-# inside the loop and become Python numbers once per epoch: on a GPU each `.item()` would make
-# the CPU wait (notebook 01). The log also records memory, where a leak or a batch that is too
-# large shows first: on a GPU the peak memory held by tensors, on a CPU the process's resident
-# memory.
+# Everything together, written out: 4 epochs of the CNN, with
+#
+# - Adam and a one-cycle schedule (stepped per batch);
+# - clipping at norm 5: above the typical norm here, so only spikes are cut (the plot below shows
+#   which);
+# - a `tqdm.auto` progress bar (a widget in Jupyter, a text bar in a terminal);
+# - one CSV row per epoch, flushed as it is written, so a crashed run still leaves its log;
+# - the learning rate and gradient norm of every step.
+#
+# Values stay tensors inside the loop and become Python numbers once per epoch. On a GPU each
+# `.item()` would make the CPU wait (notebook 01).
+#
+# ### Detach what you accumulate
+#
+# A running sum of the loss must add `loss.detach()`, never `loss` itself. `loss` carries its
+# autograd graph. `total += loss * len(y)` makes `total` part of that graph, and the next step's sum
+# chains the next graph onto it. After an epoch, `total` holds every batch's graph in memory.
+#
+# In a training loop that keeps the graph's nodes. In an evaluation loop without `no_grad` or
+# `inference_mode` it is worse: the graphs also keep every batch's activations.
+#
+# Below, five training steps on one batch, with the loss summed both ways. For each sum the output
+# names its `grad_fn` and counts the autograd nodes it keeps alive:
+
+# %%
+def graph_nodes(grad_fn) -> int:
+    """How many autograd nodes are reachable from grad_fn (0 for a tensor without a graph)."""
+    seen, todo = set(), [grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo += [parent for parent, _ in node.next_functions]
+    return len(seen)
+
+
+torch.manual_seed(0)
+model = make_cnn()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+x, y = one_batch
+total, total_detached = torch.zeros(()), torch.zeros(())
+for _ in range(5):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total += loss * len(y)                    # wrong: chains this step's graph onto total
+    total_detached += loss.detach() * len(y)  # right: a number, no graph
+for name, acc in (("total += loss * len(y)", total), ("total += loss.detach() * len(y)", total_detached)):
+    print(f"{name:32} grad_fn {type(acc.grad_fn).__name__ if acc.grad_fn else None}, "
+          f"keeps {graph_nodes(acc.grad_fn)} autograd nodes alive")
+print("same value:", torch.equal(total.detach(), total_detached))
+confirm(total.grad_fn is not None and graph_nodes(total.grad_fn) > 5 * 5 and total_detached.grad_fn is None,
+        "a running sum of loss (not loss.detach()) carries a graph that grows with every step it adds")
+
+# %% [markdown]
+# The value is the same; only the detached sum is free of the graphs. `loss.item()` would free them
+# too, at the price of a wait for the GPU at every step.
+#
+# The log also records memory, where a leak or a batch that is too large shows first. On a GPU it is
+# the peak memory held by tensors; on a CPU, the process's resident memory.
 
 # %%
 def memory_mb() -> float:
@@ -708,12 +835,14 @@ cnn_acc = row["val_acc"]
 print(f"CNN: validation accuracy {cnn_acc:.1%} after {epochs} epochs, {cnn_seconds:.1f} s")
 clipped = sum(norm > max_norm for norm in step_norms)
 print(f"gradient norm above {max_norm} (clipped) in {clipped} of {len(step_norms)} steps")
-assert cnn_acc > 0.85
+confirm(cnn_acc > 0.85, "the CNN reaches more than 85 % validation accuracy in 4 epochs")
 
 # %% [markdown]
 # Read the log back from the CSV file and plot it, together with the per-step learning rate and
-# gradient norm. Curves tell what a final number hides: whether validation still improves
-# (train longer), drifts away from training (overfitting), or jumps (learning rate, clipping).
+# gradient norm.
+#
+# Curves tell what a final number hides. Validation may still improve (train longer), drift away from
+# training (overfitting), or jump (learning rate, clipping).
 
 # %%
 with open(log_dir / "cnn.csv", newline="") as log_file:
@@ -730,13 +859,18 @@ ax_norm.legend()
 plt.show()
 
 # %% [markdown]
-# *TensorBoard* does the same logging with an interactive viewer. `SummaryWriter.add_scalar(tag,
-# value, step)` appends one point to an event file in a folder; the viewer
-# (`tensorboard --logdir <folder>` in a terminal, or `%load_ext tensorboard` then
-# `%tensorboard --logdir <folder>` in a notebook) plots every tag and refreshes while training
-# runs. Here the CNN's rows and per-step values go into an event file, and the file is read back
-# to prove it holds the same numbers as the CSV log. A CSV file needs no package, survives a
-# crash and opens anywhere; TensorBoard is the better viewer when you compare many runs.
+# **TensorBoard** does the same logging, with an interactive viewer. `SummaryWriter.add_scalar(tag,
+# value, step)` appends one point to an event file in a folder.
+#
+# The viewer plots every tag and refreshes while training runs. Start it with
+# `tensorboard --logdir <folder>` in a terminal, or in a notebook with `%load_ext tensorboard` then
+# `%tensorboard --logdir <folder>`.
+#
+# Here the CNN's rows and per-step values go into an event file. The file is then read back, to
+# prove it holds the same numbers as the CSV log.
+#
+# Which to use? A CSV file needs no package, survives a crash and opens anywhere. TensorBoard is the
+# better viewer when you compare many runs.
 
 # %%
 from torch.utils.tensorboard import SummaryWriter
@@ -754,28 +888,38 @@ scalars = read_tensorboard_log(log_dir / "tensorboard" / "cnn")
 for tag, points in scalars.items():
     print(f"{tag:16s} {len(points):4d} points, last {points[-1][1]:.4g} at step {points[-1][0]}")
 # event files store float32: round back to the CSV's 4 decimals before comparing
-assert [round(value, 4) for _, value in scalars["epoch/val_acc"]] == [float(row["val_acc"]) for row in rows]
+confirm([round(value, 4) for _, value in scalars["epoch/val_acc"]] == [float(row["val_acc"]) for row in rows],
+        "the TensorBoard event file holds the same validation accuracies as the CSV log")
 
 # %% [markdown]
-# `fit()` below writes such tags itself when you pass `log_tensorboard=<folder>` (here one folder
-# per model under `log_dir / "tensorboard"`, so the viewer overlays the runs).
+# `fit()` below writes such tags itself when you pass `log_tensorboard=<folder>`. Here it gets one
+# folder per model under `log_dir / "tensorboard"`, so the viewer overlays the runs.
 #
 # ## 9. `fit()`: the same loop, packaged, and the MLP comparison
 #
-# From now on the course does not rewrite this loop every time. `course_utils.training.fit()`
-# runs exactly the steps above (progress bar, per-step learning rate and gradient norm, optional
-# clipping, validation every epoch, scheduler stepped per batch for one-cycle and per epoch
-# otherwise, CSV and TensorBoard logs) and returns the history; `course_utils.training.evaluate(model, loader)`
-# returns the validation loss and accuracy (eval mode and `inference_mode`, like your `evaluate`).
-# The overhead of `fit()` over the bare six-line loop is measured by `benchmarks/fit_overhead.py`.
-# Here it trains the two MLPs with the same optimizer, schedule and number of epochs as the CNN,
-# and also the CNN's learning rate (one-cycle up to 1e-2). That rate is too high for the MLPs:
-# their first-epoch losses come out above ln(10) ≈ 2.30, the loss of guessing, which section 4
-# taught you to read as a learning rate that is too large. So that the comparison does not rest on
-# it, `benchmarks/training_06.py` trains both MLPs at a maximum of 1e-3 and 3e-3 as well, with the
-# same data, seed and epochs. That sweep is not re-run in this notebook (four more trainings would
-# add several seconds); its table is in `benchmarks/results/training_06.md`, where the best MLP
-# reached 22.9 % validation accuracy, and the 4-unit MLP stayed near chance at every rate.
+# From now on the course does not rewrite this loop every time. `course_utils.training.fit()` runs
+# exactly the steps above and returns the history:
+#
+# - progress bar, per-step learning rate and gradient norm, optional clipping;
+# - validation every epoch;
+# - the scheduler stepped per batch for one-cycle, per epoch otherwise;
+# - CSV and TensorBoard logs.
+#
+# `course_utils.training.evaluate(model, loader)` returns the validation loss and accuracy (eval mode
+# and `inference_mode`, like your `evaluate`). The overhead of `fit()` over the bare six-line loop is
+# measured by `benchmarks/fit_overhead.py`.
+#
+# Here `fit()` trains the two MLPs with the same optimizer, schedule and number of epochs as the CNN.
+# They also get the CNN's learning rate (one-cycle up to 1e-2).
+#
+# That rate is too high for the MLPs. Their first-epoch losses come out above ln(10) ≈ 2.30, the loss
+# of guessing, which section 4 taught you to read as a learning rate that is too large.
+#
+# So that the comparison does not rest on it, `benchmarks/training_06.py` also trains both MLPs at a
+# maximum of 1e-3 and 3e-3, with the same data, seed and epochs. That sweep is not re-run in this
+# notebook: four more trainings would add several seconds. Its table is in
+# `benchmarks/results/training_06.md`. There the best MLP reached 22.9 % validation accuracy, and the
+# 4-unit MLP stayed near chance at every rate.
 
 # %% tags=["nbval-ignore-output"]
 from course_utils import training
@@ -800,20 +944,21 @@ for name, (params, acc) in results.items():
     print(f"{name:22} {params:8,} parameters   validation accuracy {acc:6.1%}")
 print("course_utils.training.evaluate on the CNN:",
       {k: round(v, 4) for k, v in training.evaluate(cnn, val_loader).items()})
-assert cnn_acc > results["MLP, 4 hidden units"][1] + 0.3
-assert cnn_acc > results["MLP, 64 hidden units"][1] + 0.3
+confirm(cnn_acc > results["MLP, 4 hidden units"][1] + 0.3 and cnn_acc > results["MLP, 64 hidden units"][1] + 0.3,
+        "the CNN beats both MLPs by more than 30 points of validation accuracy")
 
 # %% [markdown]
-# With about the same number of parameters the CNN is far ahead, and an MLP with 16× more
-# parameters does not close the gap, neither at the CNN's learning rate (above) nor at the two
-# smaller ones of the benchmark's sweep. The shapes can sit anywhere near the centre: a convolution
-# applies the same small filters at every position, so an edge or corner learned in one place is
-# recognised everywhere, while an MLP must learn every pattern separately at every position from
-# 3,000 examples.
+# With about the same number of parameters, the CNN is far ahead. An MLP with 16× more parameters
+# does not close the gap, neither at the CNN's learning rate (above) nor at the two smaller ones of
+# the benchmark's sweep.
+#
+# Why? The shapes can sit anywhere near the centre. A convolution applies the same small filters at
+# every position, so an edge or corner learned in one place is recognised everywhere. An MLP must
+# learn every pattern separately at every position, from 3,000 examples.
 #
 # ## 10. Checklist: the loss will not go down
 #
-# Go from cheap and likely to expensive and rare; most items were reproduced in notebooks 02–06.
+# Go from cheap and likely to expensive and rare. Most items were reproduced in notebooks 02–06.
 #
 # | check | how | reproduced in |
 # |---|---|---|
@@ -829,9 +974,11 @@ assert cnn_acc > results["MLP, 64 hidden units"][1] + 0.3
 # | the scheduler's `step()` is in the right place | plot the logged learning rate | 06 §6 |
 # | only then: the architecture | compare models on the same budget | 06 §9 |
 #
-# The first checks take well under a second on one batch, in this order: data, preprocessing,
-# shapes, loss, learning rate, optimizer; change the architecture only when all of them pass.
-# Here they are as one function, run on a good batch and on a batch whose images skipped
+# The first checks take well under a second on one batch. Run them in this order: data,
+# preprocessing, shapes, loss, learning rate, optimizer. Change the architecture only when all of
+# them pass.
+#
+# Here they are as one function. It runs on a good batch, then on a batch whose images skipped
 # `Normalize`:
 
 # %%
@@ -867,11 +1014,13 @@ print("the same images without Normalize:")
 triage(v2.ToDtype(torch.float32, scale=True)(as_batch(train_set)[:32]), one_batch[1])
 
 # %% [markdown]
-# The first line that says FAIL is where to look; the lines after it are not worth reading until
-# it passes. The same function on your own project is a minute's work, and it catches most bugs before the
-# first full run. Before that full run, also run the *whole* pipeline (train, validate, save,
-# load) on a tiny slice of the data for a few steps, so that a crash in the last stage costs
-# seconds instead of an hour: the capstone, notebook 14, does exactly that before its real run.
+# The first line that says FAIL is where to look. The lines after it are not worth reading until it
+# passes. The same function on your own project is a minute's work, and it catches most bugs before
+# the first full run.
+#
+# Before that full run, also run the *whole* pipeline (train, validate, save, load) on a tiny slice
+# of the data for a few steps. Then a crash in the last stage costs seconds instead of an hour. The
+# capstone, notebook 14, does exactly that before its real run.
 #
 # Notebook 10's training doctor runs these checks automatically on a model and a batch.
 #
@@ -903,14 +1052,24 @@ print("work folder removed:", not log_dir.exists())
 #   a run that went to `nan` into one that trains, and a `max_norm` far below the typical norm
 #   slows training.
 # - Keep values as tensors in the loop, log once per epoch (loss, learning rate, gradient norm,
-#   memory) to a CSV file, plot the curves.
+#   memory) to a CSV file, plot the curves. Accumulate `loss.detach()`, never `loss`: a running
+#   sum of `loss` keeps every batch's graph alive.
 # - On this data a small CNN beats an MLP of the same size by a wide margin (measured above).
 #
 # ## Further reading
 #
-# - PyTorch docs: *torch.optim* (section "How to adjust learning rate") and *torch.optim.lr_scheduler*.
-# - PyTorch docs: *CrossEntropyLoss* (class indices vs class probabilities as targets).
-# - PyTorch docs: *torch.nn.utils.clip_grad_norm_* and *torch.inference_mode*.
-# - PyTorch docs: *torch.optim.Optimizer.zero_grad* (`set_to_none`).
-# - PyTorch tutorial: *Training a Classifier* (the CIFAR-10 version of this notebook's loop).
-# - Next: `07_generalisation.ipynb`.
+# - PyTorch docs: [torch.optim](https://docs.pytorch.org/docs/stable/optim.html) (section
+#   [How to adjust learning rate](https://docs.pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate))
+#   for *torch.optim.lr_scheduler*, and
+#   [OneCycleLR](https://docs.pytorch.org/docs/stable/generated/torch.optim.lr_scheduler.OneCycleLR.html).
+# - PyTorch docs: [CrossEntropyLoss](https://docs.pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html)
+#   (class indices vs class probabilities as targets).
+# - PyTorch docs: [torch.nn.utils.clip_grad_norm_](https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html)
+#   and [torch.inference_mode](https://docs.pytorch.org/docs/stable/generated/torch.autograd.grad_mode.inference_mode.html).
+# - PyTorch docs: [torch.optim.Optimizer.zero_grad](https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
+#   (`set_to_none`).
+# - PyTorch docs: [Frequently Asked Questions](https://docs.pytorch.org/docs/stable/notes/faq.html),
+#   "Don't accumulate history across your training loop".
+# - PyTorch tutorial: [Training a Classifier](https://docs.pytorch.org/tutorials/beginner/blitz/cifar10_tutorial.html)
+#   (the CIFAR-10 version of this notebook's loop).
+# - Next: [07 · Generalisation](07_generalisation.ipynb).

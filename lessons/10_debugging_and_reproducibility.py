@@ -9,13 +9,17 @@
 # %% [markdown]
 # # 10 · Debugging and reproducibility
 #
-# A training run that gives different numbers every time cannot be debugged, and a run that
-# quietly learns nothing wastes hours before anyone notices. This notebook first makes runs
-# repeatable (and shows where bit-for-bit repeatability ends), then turns the classic
-# troubleshooting table into checks you can run: forward hooks to find the layer that produces
-# NaN, anomaly mode for a NaN born in the backward pass, per-layer gradient norms for vanishing
-# and exploding gradients, and finally `course_utils.doctor`, which runs those checks (and more)
-# on *your* training code and tells you what is wrong and how to fix it.
+# A training run that gives different numbers every time cannot be debugged. A run that quietly
+# learns nothing wastes hours before anyone notices.
+#
+# This notebook first makes runs repeatable, and shows where bit-for-bit repeatability ends. Then it
+# turns the classic troubleshooting table into checks you can run:
+#
+# - forward hooks, to find the layer that produces NaN;
+# - anomaly mode, for a NaN born in the backward pass;
+# - per-layer gradient norms, for vanishing and exploding gradients;
+# - finally `course_utils.doctor`, which runs those checks (and more) on *your* training code and
+#   tells you what is wrong and how to fix it.
 #
 # ## You will learn (≈ 50 min)
 #
@@ -64,6 +68,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from course_utils.claims import confirm
 from course_utils.devices import skip_unless_gpu
 from course_utils.doctor import CODES, diagnose
 from course_utils.exercises import check
@@ -79,11 +84,15 @@ device = torch.device("cpu")
 #
 # ### Same code, different numbers
 #
-# A small training run that, like most real ones, draws random numbers from three separate
-# generators: torch (data, initialisation, dropout masks, the DataLoader's shuffling), NumPy (a
-# noise augmentation) and Python's `random` (a jittered learning rate, as a hyperparameter search
-# would pick it). Run it twice in a row and the final loss differs, because each run continues the
-# random streams where the previous one stopped:
+# Below is a small training run. Like most real ones, it draws random numbers from three separate
+# generators:
+#
+# - torch: data, initialisation, dropout masks, the DataLoader's shuffling;
+# - NumPy: a noise augmentation;
+# - Python's `random`: a jittered learning rate, as a hyperparameter search would pick it.
+#
+# Run it twice in a row and the final loss differs. Each run continues the random streams where the
+# previous one stopped:
 
 # %%
 def tiny_run(epochs: int = 4) -> float:
@@ -107,8 +116,8 @@ print(f"run 1: {tiny_run():.6f}")
 print(f"run 2: {tiny_run():.6f}")
 
 # %% [markdown]
-# Seeding only torch is the most common half-measure (many tutorials seed torch and NumPy only).
-# It is not enough here, because NumPy and Python's `random` keep running:
+# Seeding only torch is the most common half-measure (many tutorials seed torch and NumPy only). It
+# is not enough here, because NumPy and Python's `random` keep running:
 
 # %%
 for run in (1, 2):
@@ -116,11 +125,14 @@ for run in (1, 2):
     print(f"torch seeded only, run {run}: {tiny_run():.6f}")
 
 # %% [markdown]
-# Seed all three and the run repeats exactly. `torch.manual_seed` seeds the CPU generator *and*
-# every CUDA device's, so `torch.cuda.manual_seed_all` (still seen in older code) is not needed in
-# addition. `PYTHONHASHSEED` (the order of `set` iteration over strings) is read only when Python starts:
-# set it before starting Jupyter (e.g. `PYTHONHASHSEED=0 make lab`) so the kernels inherit it.
-# Setting `os.environ["PYTHONHASHSEED"]` in a running kernel only affects the child processes it
+# Seed all three and the run repeats exactly.
+#
+# `torch.manual_seed` seeds the CPU generator *and* every CUDA device's. So
+# `torch.cuda.manual_seed_all` (still seen in older code) is not needed in addition.
+#
+# `PYTHONHASHSEED` sets the order of `set` iteration over strings. Python reads it only when it
+# starts. Set it before starting Jupyter (e.g. `PYTHONHASHSEED=0 make lab`), so the kernels inherit
+# it. Setting `os.environ["PYTHONHASHSEED"]` in a running kernel only affects the child processes it
 # starts later. (The course's authoring and tests start their kernels with `PYTHONHASHSEED=0`.)
 
 # %%
@@ -205,23 +217,28 @@ print("distinct jitters:", len({j for _, _, j in first}), "of", len(first))
 # %% [markdown]
 # ### `torch.use_deterministic_algorithms`
 #
-# Seeds fix the random numbers. Some operations are non-deterministic even with identical inputs:
-# mostly kernels that add with atomic operations from many threads at once (on GPUs `index_add_`,
-# `scatter_add_`, some backward passes; on CPUs a few, such as `index_put_(..., accumulate=True)`),
-# whose order of additions changes from run to run.
-# `torch.use_deterministic_algorithms(True)` makes PyTorch use deterministic implementations where
-# they exist and **raise** where none exists, instead of silently differing. For a repeatable GPU
-# run, also keep `torch.backends.cudnn.benchmark = False` (the default): with `True`, cuDNN times
-# several convolution algorithms on the first call and keeps the fastest, and which one wins can
-# change from run to run with the timings (a GPU-only effect, not shown here). Older guides also
-# set `CUBLAS_WORKSPACE_CONFIG=:4096:8`: older PyTorch versions raised an error on CUDA matrix
-# products in deterministic mode without it; torch 2.14 no longer asks for it (its
-# `use_deterministic_algorithms` documentation lists no such requirement), and setting it does no
-# harm. The price of all this is speed, so the usual advice holds: fix seeds while developing, and
-# report the mean of several runs rather than trusting one.
+# Seeds fix the random numbers. But some operations are non-deterministic even with identical
+# inputs. Mostly these are kernels that add with atomic operations from many threads at once: on
+# GPUs `index_add_`, `scatter_add_` and some backward passes; on CPUs a few, such as
+# `index_put_(..., accumulate=True)`. Their order of additions changes from run to run.
 #
-# Three effects are visible even on a CPU. Uninitialised memory is filled with NaN, so code that
-# reads it by mistake fails the same way every time:
+# `torch.use_deterministic_algorithms(True)` makes PyTorch use deterministic implementations where
+# they exist, and **raise** where none exists, instead of silently differing.
+#
+# For a repeatable GPU run, also keep `torch.backends.cudnn.benchmark = False` (the default). With
+# `True`, cuDNN times several convolution algorithms on the first call and keeps the fastest. Which
+# one wins can change from run to run with the timings (a GPU-only effect, not shown here).
+#
+# Older guides also set `CUBLAS_WORKSPACE_CONFIG=:4096:8`. Older PyTorch versions raised an error on
+# CUDA matrix products in deterministic mode without it. torch 2.14 no longer asks for it (its
+# `use_deterministic_algorithms` documentation lists no such requirement), and setting it does no
+# harm.
+#
+# The price of all this is speed. So the usual advice holds: fix seeds while developing, and report
+# the mean of several runs rather than trusting one.
+#
+# Three effects are visible even on a CPU. First, uninitialised memory is filled with NaN, so code
+# that reads it by mistake fails the same way every time:
 
 # %%
 torch.use_deterministic_algorithms(True)
@@ -229,9 +246,9 @@ print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
 print("torch.empty(4):", torch.empty(4))
 
 # %% [markdown]
-# That fill is a cost you can measure: `torch.empty` normally only reserves memory, and in
-# deterministic mode it must also write every element (the mode is still on; the cell switches it
-# off for one measurement and back on):
+# That fill is a cost you can measure. `torch.empty` normally only reserves memory; in deterministic
+# mode it must also write every element. (The mode is still on; the cell switches it off for one
+# measurement and back on.)
 
 # %% tags=["nbval-ignore-output"]
 def time_empty(n: int = 4_000_000, repeats: int = 3) -> float:
@@ -246,10 +263,11 @@ torch.use_deterministic_algorithms(False)
 plain = time_empty()
 torch.use_deterministic_algorithms(True)
 print(f"torch.empty(4_000_000): {plain * 1e3:.2f} ms normally, {filled * 1e3:.2f} ms in deterministic mode")
-assert filled > plain and torch.are_deterministic_algorithms_enabled()
+confirm(filled > plain and torch.are_deterministic_algorithms_enabled(),
+        "torch.empty takes longer in deterministic mode, because it fills the memory")
 
 # %% [markdown]
-# And an operation without a deterministic implementation raises. `put_` writes values at flat
+# Second, an operation without a deterministic implementation raises. `put_` writes values at flat
 # indices; when an index repeats, which write wins is not defined:
 
 # %% tags=["raises-exception"]
@@ -264,11 +282,14 @@ torch.use_deterministic_algorithms(False)
 print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
 
 # %% [markdown]
-# The third effect is the one the mode exists for: a sum that changes from run to run. Two threads
-# add 2 million numbers into one slot with `index_put_(..., accumulate=True)`, each thread adding
-# its half with atomic additions, so the additions interleave in a different order every run. Five
-# runs without and with deterministic mode (on a machine with a single core the threads rarely
-# interleave, and the first line may show one sum):
+# The third effect is the one the mode exists for: a sum that changes from run to run.
+#
+# Two threads add 2 million numbers into one slot with `index_put_(..., accumulate=True)`. Each
+# thread adds its half with atomic additions, so the additions interleave in a different order every
+# run.
+#
+# Five runs without and with deterministic mode. (On a machine with a single core the threads rarely
+# interleave, and the first line may show one sum.)
 
 # %% tags=["nbval-ignore-output"]
 values = torch.randn(2_000_000, generator=torch.Generator().manual_seed(0))
@@ -282,15 +303,17 @@ for mode in (False, True):
           f"{max(sums):.7g}, {(time.perf_counter() - start) / 5 * 1e3:.0f} ms per run")
 torch.use_deterministic_algorithms(False)
 torch.set_num_threads(1)
-assert len(sums) == 1   # deterministic mode: the same sum every time
+confirm(len(sums) == 1, "in deterministic mode the five sums are identical")
 
 # %% [markdown]
 # The sums differ only in their last digits (the next section shows why the order matters at all).
-# Compare the two times above: for this operation the deterministic path costs little or nothing
-# (it does not make two threads fight over one slot); for others, mostly on GPUs, it can cost a
-# lot. The price depends on the operation and the hardware, which is why the mode is off by
-# default. On a GPU machine the next cell shows the same
-# with `index_add_` on CUDA, where atomic additions are everywhere:
+#
+# Compare the two times above. For this operation the deterministic path costs little or nothing: it
+# does not make two threads fight over one slot. For others, mostly on GPUs, it can cost a lot. The
+# price depends on the operation and the hardware, which is why the mode is off by default.
+#
+# On a GPU machine the next cell shows the same with `index_add_` on CUDA, where atomic additions are
+# everywhere:
 
 # %% tags=["nbval-ignore-output"]
 if skip_unless_gpu("index_add_ with float atomics gives run-to-run differences on CUDA",
@@ -305,12 +328,12 @@ if skip_unless_gpu("index_add_ with float atomics gives run-to-run differences o
         sums = {torch.zeros(1, device=gpu).index_add_(0, bins, values).item() for _ in range(5)}
         print(f"deterministic={mode}: {len(sums)} distinct result(s) in 5 runs: {sorted(sums)}")
     torch.use_deterministic_algorithms(False)
-assert not torch.are_deterministic_algorithms_enabled()
+confirm(not torch.are_deterministic_algorithms_enabled(), "deterministic mode is off again for the rest of the notebook")
 
 # %% [markdown]
 # ### Why sums differ: the order of additions
 #
-# Floating-point addition is not associative: every addition rounds to the nearest representable
+# Floating-point addition is not associative. Every addition rounds to the nearest representable
 # number, so the result depends on the order. With three numbers:
 
 # %%
@@ -318,8 +341,8 @@ a, b, c = 1e16, 1.0, -1e16
 print("(a + b) + c =", (a + b) + c, "   (a + c) + b =", (a + c) + b)
 
 # %% [markdown]
-# The same happens, more quietly, in every long sum. Here 100 000 numbers of very different sizes
-# are added in three orders, each with a plain loop, and compared with the exactly rounded
+# The same happens, more quietly, in every long sum. Here 100 000 numbers of very different sizes are
+# added in three orders, each with a plain loop. Each result is compared with the exactly rounded
 # `math.fsum`:
 
 # %%
@@ -341,11 +364,12 @@ for name, order in [("as given", numbers), ("sorted", sorted(numbers)), ("revers
 print(f"math.fsum {exact:.17g}")
 
 # %% [markdown]
-# A parallel reduction changes the order too: with several threads, each thread sums a chunk and
-# the partial sums are added at the end, so the result can change with the number of threads (and
-# with the CPU's vector width, the library version, or GPU vs CPU). Measured on the machine that
-# ran this notebook, a float32 sum of 2 million numbers with 1 and with 2 threads (your digits may
-# differ, which is the point); float64 is the reference:
+# A parallel reduction changes the order too. With several threads, each thread sums a chunk and the
+# partial sums are added at the end. So the result can change with the number of threads (and with
+# the CPU's vector width, the library version, or GPU vs CPU).
+#
+# Measured on the machine that ran this notebook: a float32 sum of 2 million numbers with 1 and with
+# 2 threads. Your digits may differ, which is the point. float64 is the reference:
 
 # %% tags=["nbval-ignore-output"]
 big = torch.randn(2_000_000, generator=torch.Generator().manual_seed(0)) * 100 + 3
@@ -358,21 +382,26 @@ torch.set_num_threads(1)
 reference = big.double().sum().item()
 print(f"float64:     {reference:.1f}")
 print("1 thread == 2 threads:", by_threads[1] == by_threads[2])
-assert all(abs(s - reference) / abs(reference) < 1e-5 for s in by_threads.values())
+confirm(all(abs(s - reference) / abs(reference) < 1e-5 for s in by_threads.values()),
+        "both float32 sums agree with the float64 reference to float32 precision")
 
 
 # %% [markdown]
 # Both float32 results are as correct as float32 allows; they are just rounded differently. So:
-# compare results with a tolerance (`torch.allclose`), expect the last digits of a loss to change
-# between machines, and keep `setup()`'s fixed thread count when you need identical output.
+#
+# - compare results with a tolerance (`torch.allclose`);
+# - expect the last digits of a loss to change between machines;
+# - keep `setup()`'s fixed thread count when you need identical output.
 #
 # ## 2. Looking inside the forward pass: forward hooks
 #
-# The troubleshooting table's first line: the loss is NaN or Inf. Causes are a learning rate
-# that is too high (section 5), bad values in the data, or a computation that is undefined for
-# some inputs. To find *where* the first NaN appears, a **forward hook** runs after a module's
-# `forward` and sees its inputs and output, without changing the model's code. Here one hook per
-# layer prints a line of statistics for a model that returns NaN:
+# The troubleshooting table's first line: the loss is NaN or Inf. Causes are a learning rate that is
+# too high (section 5), bad values in the data, or a computation that is undefined for some inputs.
+#
+# To find *where* the first NaN appears, use a **forward hook**. It runs after a module's `forward`
+# and sees its inputs and output, without changing the model's code.
+#
+# Here one hook per layer prints a line of statistics, for a model that returns NaN:
 
 # %%
 class LogCompress(nn.Module):
@@ -408,9 +437,10 @@ finally:
 
 
 # %% [markdown]
-# Layer `1` (`LogCompress`) is the first whose output is not finite while its inputs were: the log
-# of the negative outputs of the first linear layer. Everything after it inherits the NaN. Fix the
-# layer, not the symptom: make the operation defined everywhere.
+# Layer `1` (`LogCompress`) is the first whose output is not finite while its inputs were. It takes
+# the log of the negative outputs of the first linear layer. Everything after it inherits the NaN.
+#
+# Fix the layer, not the symptom: make the operation defined everywhere.
 
 # %%
 class SafeLogCompress(nn.Module):
@@ -422,15 +452,19 @@ model[1] = SafeLogCompress()
 print("output has NaN:", torch.isnan(model(x)).any().item())
 
 # %% [markdown]
-# Forward hooks have siblings: `register_forward_pre_hook` (sees the inputs before `forward`) and
-# `register_full_backward_hook` (sees the gradients flowing through a module). All return a handle
-# whose `remove()` detaches the hook. Exercise 2 asks you to turn the search above into a function.
+# Forward hooks have siblings:
+#
+# - `register_forward_pre_hook` sees the inputs before `forward`;
+# - `register_full_backward_hook` sees the gradients flowing through a module.
+#
+# All return a handle whose `remove()` detaches the hook. Exercise 2 asks you to turn the search
+# above into a function.
 #
 # ## 3. NaN born in the backward pass: `detect_anomaly`
 #
-# A finite forward pass can still produce NaN gradients. A hand-written Euclidean distance,
-# $\sqrt{\sum (a-b)^2}$, is fine in the forward pass, but its derivative $\frac{a-b}{\sqrt{\ldots}}$
-# is $\frac{0}{0}$ when a prediction equals its target exactly:
+# A finite forward pass can still produce NaN gradients. Take a hand-written Euclidean distance,
+# $\sqrt{\sum (a-b)^2}$. It is fine in the forward pass. But its derivative
+# $\frac{a-b}{\sqrt{\ldots}}$ is $\frac{0}{0}$ when a prediction equals its target exactly:
 
 # %%
 prediction = torch.tensor([[0.5, 1.0], [2.0, -1.0], [3.0, 3.0]], requires_grad=True, device=device)
@@ -442,10 +476,12 @@ print("loss:", loss.item())
 print("gradient:", prediction.grad)
 
 # %% [markdown]
-# The loss looks fine, and one NaN in a gradient becomes NaN weights after the next optimizer step.
-# `torch.autograd.detect_anomaly()` checks the output of every backward operation and raises at
-# the first one that returns NaN. It also issues a warning holding the traceback of the *forward*
-# line that created that operation; we capture the warnings here and print what matters below.
+# The loss looks fine. Yet one NaN in a gradient becomes NaN weights after the next optimizer step.
+#
+# `torch.autograd.detect_anomaly()` checks the output of every backward operation, and raises at the
+# first one that returns NaN. It also issues a warning holding the traceback of the *forward* line
+# that created that operation. We capture the warnings here and print what matters below.
+#
 # Anomaly mode slows everything down: switch it on only while hunting.
 
 # %% tags=["raises-exception"]
@@ -465,11 +501,16 @@ culprit = [line.strip() for line, previous in zip(trace[1:], trace) if "ipykerne
 print("forward line that created it:", culprit[-1])
 
 # %% [markdown]
-# The error names `PowBackward0`, the backward of `** 2`: the derivative of `sqrt` at 0 is infinite
-# (anomaly mode checks for NaN, and an infinity alone passes), then the backward of `** 2`
-# multiplies it by $2(a - b) = 0$, and $\infty \cdot 0$ is NaN. Both operations sit on the forward
-# line printed last. Fix: give the square root a margin (`(... + 1e-12).sqrt()`) or use
-# `torch.linalg.vector_norm`, whose gradient at 0 is defined as 0:
+# The error names `PowBackward0`, the backward of `** 2`. Two steps make the NaN:
+#
+# 1. the derivative of `sqrt` at 0 is infinite (anomaly mode checks for NaN, and an infinity alone
+#    passes);
+# 2. the backward of `** 2` multiplies it by $2(a - b) = 0$, and $\infty \cdot 0$ is NaN.
+#
+# Both operations sit on the forward line printed last.
+#
+# Fix: give the square root a margin (`(... + 1e-12).sqrt()`), or use `torch.linalg.vector_norm`,
+# whose gradient at 0 is defined as 0:
 
 # %%
 prediction.grad = None
@@ -483,11 +524,15 @@ print("all finite:", torch.isfinite(prediction.grad).all().item())
 # ## 4. Vanishing and exploding gradients: per-layer gradient norms
 #
 # A classic habit: print each layer's gradient magnitude after `backward()`. In a healthy network
-# they stay within an order of magnitude or two of each other. Norms that shrink by a constant
-# factor per layer towards the input mean *vanishing* gradients (the first layers never learn);
-# norms orders of magnitude above a healthy network's mean *exploding* gradients (updates blow up,
-# then NaN). Three networks with 13 linear layers, one batch, the norm of each linear layer's
-# weight gradient:
+# they stay within an order of magnitude or two of each other.
+#
+# - Norms that shrink by a constant factor per layer towards the input mean *vanishing* gradients:
+#   the first layers never learn.
+# - Norms orders of magnitude above a healthy network's mean *exploding* gradients: updates blow up,
+#   then NaN.
+#
+# Below: three networks with 13 linear layers, one batch, and the norm of each linear layer's weight
+# gradient:
 
 # %%
 def deep_net(activation: type[nn.Module], init: str, batchnorm: bool, depth: int = 12, width: int = 64) -> nn.Sequential:
@@ -557,9 +602,11 @@ for name, net in nets.items():
 
 # %% [markdown]
 # The sigmoid net barely moves, the oversized one diverges to NaN, and the normalised ReLU net
-# learns. For occasional spikes (not a systematically bad design), clip the gradient norm between
-# `backward()` and `step()`. `clip_grad_norm_` returns the norm *before* clipping, which is the
-# number to log:
+# learns.
+#
+# For occasional spikes (not a systematically bad design), clip the gradient norm between
+# `backward()` and `step()` (notebook 06, §7). `clip_grad_norm_` returns the norm *before* clipping,
+# which is the number to log:
 
 # %%
 net = deep_net(nn.ReLU, "too large", batchnorm=False)
@@ -571,35 +618,41 @@ print(f"total gradient norm before clipping: {total.item():.4g}, after: {after.i
 # %% [markdown]
 # ## 5. The training doctor
 #
-# The checks above, and the classic "loss will not go down" checklist (learning rate, labels
-# aligned with the inputs, gradients that are `None`, a forgotten `zero_grad`, the
-# initialisation), are mechanical enough to automate. `course_utils.doctor.diagnose(model,
-# loss_fn, optimizer, batch, train_step=None)` does this on copies of your objects:
+# The checks above are mechanical enough to automate. So is the classic "loss will not go down"
+# checklist: learning rate, labels aligned with the inputs, gradients that are `None`, a forgotten
+# `zero_grad`, the initialisation.
 #
-# 1. it inspects them: parameters missing from the optimizer, devices, the inputs' dtype, NaN and
-#    scale;
-# 2. it runs your `train_step(model, batch, optimizer, loss_fn)` twice on the same batch, with
-#    `optimizer.step()` replaced by a recorder, hooks on every layer and a wrapper around the loss:
-#    what reaches the loss and which operation produced it (a softmax? a sigmoid?), which layer
-#    produces NaN, which parameters get a gradient, whether `.grad` still holds the first step's
-#    gradient when the second step's `backward()` starts (it must not, unless `zero_grad` is
-#    missing), which Dropout/BatchNorm layers run in eval mode; an error raised by the step is
-#    explained (an in-place change, a graph used twice, a target of the wrong shape);
-# 3. it trains a copy on the batch's first 16 samples for a fixed number of steps that depends on
-#    the model's size (a step count, never a time limit, so a slow or busy machine gets the same
-#    verdict): a healthy setup can memorise a handful of samples; if the loss diverges, does not
-#    move, or settles at chance level, it says so, with the learning rate ×0.1 or ×10 as a second
-#    opinion.
+# `course_utils.doctor.diagnose(model, loss_fn, optimizer, batch, train_step=None)` does this, on
+# copies of your objects, in three stages:
 #
-# Your model, optimizer, batch and random generators are exactly as before. Each finding has a
-# stable code; here is what each code means:
+# 1. It inspects them: parameters missing from the optimizer, devices, the inputs' dtype, NaN and
+#    scale.
+# 2. It runs your `train_step(model, batch, optimizer, loss_fn)` twice on the same batch, with
+#    `optimizer.step()` replaced by a recorder, hooks on every layer and a wrapper around the loss.
+#    It sees:
+#    - what reaches the loss, and which operation produced it (a softmax? a sigmoid?);
+#    - which layer produces NaN, and which parameters get a gradient;
+#    - whether `.grad` still holds the first step's gradient when the second step's `backward()`
+#      starts (it must not, unless `zero_grad` is missing);
+#    - which Dropout/BatchNorm layers run in eval mode;
+#    - and it explains an error raised by the step (an in-place change, a graph used twice, a
+#      target of the wrong shape).
+# 3. It trains a copy on the batch's first 16 samples, for a fixed number of steps that depends on
+#    the model's size. (A step count, never a time limit: a slow or busy machine gets the same
+#    verdict.) A healthy setup can memorise a handful of samples. If the loss diverges, does not
+#    move, or settles at chance level, the doctor says so, with the learning rate ×0.1 or ×10 as a
+#    second opinion.
+#
+# Your model, optimizer, batch and random generators are exactly as before.
+#
+# Each finding has a stable code. Here is what each code means:
 
 # %%
 for code, meaning in CODES.items():
     print(f"{code:<23} {meaning}")
 
 # %% [markdown]
-# How the troubleshooting table maps onto them, and what one batch cannot show:
+# How the troubleshooting table maps onto the codes, and what one batch cannot show:
 #
 # | symptom | likely causes | doctor codes |
 # |---|---|---|
@@ -639,8 +692,8 @@ def train_step(model, batch, optimizer, loss_fn):
 # %% [markdown]
 # ### A correct program
 #
-# The report lists no findings, and what it measured: one step's loss and gradient norm, and how
-# fast the loss fell when the doctor trained a copy on the batch.
+# The report lists no findings. It shows what it measured: one step's loss and gradient norm, and
+# how fast the loss fell when the doctor trained a copy on the batch.
 
 # %%
 model = make_model()
@@ -650,7 +703,7 @@ diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step)
 # %% [markdown]
 # ### Broken program 1: softmax at the end of the model
 #
-# The model ends in `nn.Softmax` because "a classifier outputs probabilities", and the loss is
+# The model ends in `nn.Softmax`, because "a classifier outputs probabilities". The loss is
 # `CrossEntropyLoss`:
 
 # %%
@@ -660,7 +713,7 @@ report = diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step)
 report
 
 # %% [markdown]
-# The fix: return logits (drop the softmax). Apply softmax only when you want probabilities to
+# The fix: return logits (drop the softmax), and apply softmax only when you want probabilities to
 # show. Diagnosed again:
 
 # %%
@@ -687,9 +740,10 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step_no_zero)
 
 # %% [markdown]
-# The doctor ran the step twice with identical parameters and batch: when the second `backward()`
-# started, `.grad` still held the first step's gradient, so the update used their sum. The fixed
-# step is `train_step` from above:
+# The doctor ran the step twice, with identical parameters and batch. When the second `backward()`
+# started, `.grad` still held the first step's gradient, so the update used their sum.
+#
+# The fixed step is `train_step` from above:
 
 # %%
 report = diagnose(model, nn.CrossEntropyLoss(), optimizer, batch, train_step)
@@ -698,8 +752,8 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### Broken program 3: a regression whose shapes broadcast
 #
-# Predicting a number per sample: the model outputs shape `(64, 1)`, the targets have shape
-# `(64,)`. `MSELoss` broadcasts them to `(64, 64)` and only warns once, in a message that is easy to
+# The model predicts a number per sample. It outputs shape `(64, 1)`; the targets have shape
+# `(64,)`. `MSELoss` broadcasts them to `(64, 64)`, and only warns once, in a message that is easy to
 # miss:
 
 # %%
@@ -715,8 +769,8 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### Broken program 4: labels that start at 1
 #
-# The class labels came from a file that numbers classes 1 to 4. The doctor checks them *before*
-# the loss runs, so on a GPU it reports the problem instead of crashing the CUDA session with a
+# The class labels came from a file that numbers classes 1 to 4. The doctor checks them *before* the
+# loss runs. So on a GPU it reports the problem, instead of crashing the CUDA session with a
 # device-side assert:
 
 # %%
@@ -732,8 +786,8 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### Broken program 5: a new head, an old optimizer
 #
-# Fine-tuning: the optimizer is built, then the last layer is replaced for a new task. The
-# optimizer still holds the old layer's tensors:
+# Fine-tuning: the optimizer is built, then the last layer is replaced for a new task. The optimizer
+# still holds the old layer's tensors:
 
 # %%
 model = make_model()
@@ -749,8 +803,8 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### Broken program 6: raw measurements and a large learning rate
 #
-# The features are raw measurements, in the hundreds, and SGD runs with a learning rate that works
-# for normalised data:
+# The features are raw measurements, in the hundreds. SGD runs with a learning rate that works for
+# normalised data:
 
 # %%
 raw = features * 40 + 300
@@ -770,10 +824,11 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### Broken program 7: layers kept in a Python list
 #
-# Real projects build a variable number of layers in a loop. Stored in a plain Python list, they
-# are invisible to `nn.Module`: `model.parameters()` does not list them, so the optimizer never
-# updates them (and `model.to(device)` and `state_dict()` skip them). The program runs without an
-# error; only the loss curve is disappointing:
+# Real projects build a variable number of layers in a loop. Stored in a plain Python list, they are
+# invisible to `nn.Module`. `model.parameters()` does not list them, so the optimizer never updates
+# them (and `model.to(device)` and `state_dict()` skip them).
+#
+# The program runs without an error; only the loss curve is disappointing:
 
 # %%
 class DeepMLP(nn.Module):
@@ -814,9 +869,9 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### Broken program 8: an RNN state carried from one batch to the next
 #
-# A language model or a time-series model often carries its hidden state across consecutive
-# batches. If the state is not detached, the second batch's `backward()` tries to go back through
-# the first batch's graph, which the first `backward()` has already freed:
+# A language model or a time-series model often carries its hidden state across consecutive batches.
+# If the state is not detached, the second batch's `backward()` tries to go back through the first
+# batch's graph. The first `backward()` has already freed it:
 
 # %%
 class Forecaster(nn.Module):
@@ -853,9 +908,10 @@ optimizer = torch.optim.Adam(forecaster.parameters(), lr=1e-2)
 diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=False))
 
 # %% [markdown]
-# With `h.detach()` the state still flows forward (the next batch starts where this one ended), but
-# gradients stop at the batch boundary. The doctor knows that a step carrying state is not a step
-# missing `zero_grad`:
+# With `h.detach()` the state still flows forward: the next batch starts where this one ended. But
+# gradients stop at the batch boundary.
+#
+# The doctor knows that a step carrying state is not a step missing `zero_grad`:
 
 # %%
 report = diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=True))
@@ -865,9 +921,10 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # ### Broken program 9: a sequence model's scores in the wrong layout
 #
 # A model that predicts one class per position (the next word, a tag per token) outputs scores of
-# shape `(batch, time, classes)`. `CrossEntropyLoss` reads dimension 1 as the classes, so the call
-# fails with an "Expected target size" error that does not say which dimension is wrong (and when
-# the number of positions equals the number of classes it runs and mixes them up):
+# shape `(batch, time, classes)`. `CrossEntropyLoss` reads dimension 1 as the classes.
+#
+# So the call fails with an "Expected target size" error that does not say which dimension is wrong.
+# (And when the number of positions equals the number of classes, it runs and mixes them up.)
 
 # %%
 class Tagger(nn.Module):
@@ -890,8 +947,8 @@ optimizer = torch.optim.Adam(tagger.parameters(), lr=1e-2)
 diagnose(tagger, nn.CrossEntropyLoss(), optimizer, (tokens, tags), train_step)
 
 # %% [markdown]
-# The fix moves the classes to dimension 1 in the step (`permute(0, 2, 1)` gives
-# `(batch, tags, time)`; flattening both to `(batch * time, tags)` and `(batch * time,)` works too):
+# The fix moves the classes to dimension 1 in the step: `permute(0, 2, 1)` gives
+# `(batch, tags, time)`. Flattening both to `(batch * time, tags)` and `(batch * time,)` works too:
 
 # %%
 def train_step_sequence(model, batch, optimizer, loss_fn):
@@ -909,9 +966,9 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # %% [markdown]
 # ### What one batch cannot show: labels shuffled relative to the inputs
 #
-# The last row of the table above, reproduced: a dataset whose labels were shuffled separately from
-# its inputs (a sort applied to one list and not the other, a bad join), so most pairs no longer
-# belong together. The program is otherwise correct:
+# The last row of the table above, reproduced. The dataset's labels were shuffled separately from its
+# inputs (a sort applied to one list and not the other, a bad join), so most pairs no longer belong
+# together. The program is otherwise correct:
 
 # %%
 misaligned = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))]
@@ -924,13 +981,15 @@ print(report.codes or "no findings", "| ok:", report.ok,
 
 # %% [markdown]
 # No findings: a network memorises 16 samples whatever their labels are, so the one-batch test
-# passes. Such a model learns nothing that carries over to new data; only looking at samples with
+# passes. Such a model learns nothing that carries over to new data. Only looking at samples with
 # their labels (notebook 05), or a validation accuracy stuck at chance, reveals it.
 #
-# The doctor cannot replace thinking: it sees one batch and one step. But it runs in a second, so run
+# The doctor cannot replace thinking: it sees one batch and one step. But it runs in a second. So run
 # it on every new training script before the long run, and again whenever the loss curve looks
-# wrong. `Report.findings` is a list of `Finding(code, severity, message)` and `Report.codes` a set,
-# so a test can assert that a training setup stays healthy:
+# wrong.
+#
+# `Report.findings` is a list of `Finding(code, severity, message)`, and `Report.codes` a set. So a
+# test can assert that a training setup stays healthy:
 
 # %%
 model = make_model()
@@ -1082,13 +1141,20 @@ check("10.fix_train_step", fix_train_step)
 #
 # ## Further reading
 #
-# * PyTorch docs: *Reproducibility* (notes), *torch.use_deterministic_algorithms*,
-#   *torch.manual_seed*, and the "Randomness in multi-process data loading" part of
-#   *torch.utils.data*.
-# * PyTorch docs: *torch.autograd.detect_anomaly* and *Automatic differentiation package*
-#   (anomaly detection).
-# * PyTorch docs: *torch.nn.Module.register_forward_hook*, *register_forward_pre_hook*,
-#   *register_full_backward_hook*.
-# * PyTorch docs: *torch.nn.init* (`kaiming_normal_`), *BatchNorm1d*,
-#   *torch.nn.utils.clip_grad_norm_*.
-# * PyTorch docs: *Numerical accuracy* (notes): why results differ across devices and batch sizes.
+# * PyTorch docs: [Reproducibility](https://docs.pytorch.org/docs/stable/notes/randomness.html) (notes),
+#   [torch.use_deterministic_algorithms](https://docs.pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html),
+#   [torch.manual_seed](https://docs.pytorch.org/docs/stable/generated/torch.manual_seed.html), and the
+#   [Randomness in multi-process data loading](https://docs.pytorch.org/docs/stable/data.html#randomness-in-multi-process-data-loading)
+#   part of *torch.utils.data*.
+# * PyTorch docs: [torch.autograd.detect_anomaly](https://docs.pytorch.org/docs/stable/autograd.html#torch.autograd.detect_anomaly)
+#   in [Automatic differentiation package](https://docs.pytorch.org/docs/stable/autograd.html)
+#   (section [Anomaly detection](https://docs.pytorch.org/docs/stable/autograd.html#anomaly-detection)).
+# * PyTorch docs: [torch.nn.Module.register_forward_hook](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_forward_hook),
+#   [register_forward_pre_hook](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_forward_pre_hook),
+#   [register_full_backward_hook](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook).
+# * PyTorch docs: [torch.nn.init](https://docs.pytorch.org/docs/stable/nn.init.html) (`kaiming_normal_`),
+#   [BatchNorm1d](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html),
+#   [torch.nn.utils.clip_grad_norm_](https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html).
+# * PyTorch docs: [Numerical accuracy](https://docs.pytorch.org/docs/stable/notes/numerical_accuracy.html)
+#   (notes): why results differ across devices and batch sizes.
+# * Next: [11 · Performance and `torch.compile`](11_performance_and_compile.ipynb).
