@@ -349,8 +349,8 @@ plt.show()
 
 # %% [markdown]
 # The CNN has 3× fewer parameters than the MLP, yet needs more memory. Its activations (big
-# feature maps at every layer) are about three quarters of the total or more: see the percentages
-# printed above.
+# feature maps at every layer) are the largest part of its total, about 70 % or more: see the
+# percentages printed above.
 #
 # The MLP is the opposite: its weights, gradients and Adam moments dominate, and its activations
 # are small. Which lever helps depends on which bar is long.
@@ -810,7 +810,9 @@ print(f"float32: {t32 * 1e3:.2f} ms/step | autocast {amp_dtype}: {t16 * 1e3:.2f}
 confirm(t32 > 0 and t16 > 0, "both training steps, float32 and autocast, were timed")
 
 # %% [markdown]
-# Read the ratio your machine printed; it depends on the CPU's instructions:
+# Read the ratio your machine printed; it depends on the CPU's instructions. (The capability line
+# above says `AVX512` on every AVX-512 machine; whether yours also has the bfloat16 instructions
+# shows in its CPU flags, `avx512_bf16` or `amx_bf16` in `lscpu` on Linux.)
 #
 # - **AVX2 only**, no bfloat16 instructions: the autocast step is **several times slower** than
 #   float32, a ratio well below 1 (about 0.25 measured on such a machine). Every bfloat16 operation
