@@ -220,6 +220,9 @@ class Exercise:
     keeps_hooks: bool = False
     #: Seconds for ``inspect`` (it may compile the candidate, e.g. torch.export: slow on a first call).
     inspect_time_limit: float = 120.0
+    #: Arguments whose final train/eval flags the task leaves open although the reference changes them
+    #: (by default a candidate must leave every submodule in the mode the reference leaves it in).
+    free_flags: tuple[str, ...] = ()
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -461,10 +464,35 @@ def _plain(fn: Callable[[], Any]) -> Any:
         return fn()
 
 
+def _layout(t: torch.Tensor) -> tuple[Any, ...]:
+    """Strides and device: what a view, ``.contiguous()`` or a move through ``p.data = ...`` changes."""
+    try:
+        strides = tuple(t.stride()) if not t.is_sparse else None
+    except RuntimeError:
+        strides = None
+    return (strides, t.device)
+
+
 def _tensor_snapshot(t: torch.Tensor) -> tuple[Any, ...]:
     if t.is_sparse or t.device.type == "meta":
-        return (tuple(t.shape), t.dtype, t.requires_grad, None)
-    return (tuple(t.shape), t.dtype, t.requires_grad, _plain(lambda: t.detach().clone()))
+        return (tuple(t.shape), t.dtype, t.requires_grad, None, _layout(t))
+    return (tuple(t.shape), t.dtype, t.requires_grad, _plain(lambda: t.detach().clone()), _layout(t))
+
+
+def _storage_key(t: torch.Tensor) -> Any:
+    """What two tensors that share memory (tied weights, views) have in common."""
+    try:
+        if t.device.type == "meta" or t.is_sparse:
+            return ("object", id(t))
+        return ("storage", t.device, t.untyped_storage().data_ptr())
+    except RuntimeError:
+        return ("object", id(t))
+
+
+def _aliasing(tensors: dict[str, torch.Tensor]) -> dict[str, str]:
+    """name -> the first name sharing its memory (a tie), for every tensor of a module's state_dict."""
+    first: dict[Any, str] = {}
+    return {name: first.setdefault(_storage_key(t), name) for name, t in tensors.items()}
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -498,8 +526,9 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
     if isinstance(value, torch.Tensor):
         return ("tensor", _tensor_snapshot(value))
     if isinstance(value, nn.Module):
-        return ("module", {name: _tensor_snapshot(t) for name, t in value.state_dict(keep_vars=True).items()
-                           if isinstance(t, torch.Tensor)})
+        tensors = {name: t for name, t in value.state_dict(keep_vars=True).items() if isinstance(t, torch.Tensor)}
+        return ("module", {name: _tensor_snapshot(t) for name, t in tensors.items()},
+                dict(tensors), _aliasing(tensors))
     if isinstance(value, _STATEFUL):
         return ("state", _snapshot(_state_of(value)))
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
@@ -511,15 +540,19 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
         return ("dict", len(value), {k: _snapshot(value[k], depth + 1) for k in keys})
     if isinstance(value, (list, tuple)):
         kind = "tuple" if isinstance(value, tuple) else "list"
-        return (kind, len(value), [_snapshot(v, depth + 1) for v in list(value)[:_MAX_ITEMS]])
+        items = list(value)[:_MAX_ITEMS]
+        return (kind, len(value), [_snapshot(v, depth + 1) for v in items], items)
     if isinstance(value, (set, bytearray)):
         return ("copy", copy.copy(value))
-    try:
-        import numpy as np
-        if isinstance(value, np.ndarray):
-            return ("ndarray", value.copy())
-    except ImportError:  # pragma: no cover - numpy ships with torch's requirements
-        pass
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return ("ndarray", value.copy(), value.dtype, value.strides, value.flags.writeable)
+    pil = sys.modules.get("PIL.Image")
+    if pil is not None and isinstance(value, pil.Image):
+        try:
+            return ("pil", value.mode, value.size, value.tobytes())
+        except Exception:  # an image that cannot be read (closed file): not compared
+            return ("opaque", None)
     return ("opaque", None)
 
 
@@ -531,15 +564,19 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
     """None when ``value`` still matches its snapshot, else what changed (a short phrase)."""
     kind = before[0]
     if kind == "tensor":
-        shape, dtype, requires_grad, data = before[1]
+        shape, dtype, requires_grad, data, (strides, device) = before[1]
         if not isinstance(value, torch.Tensor):
             return "it was replaced"
         if tuple(value.shape) != shape or value.dtype != dtype:
             return f"its shape/dtype changed from {shape}/{dtype} to {tuple(value.shape)}/{value.dtype}"
+        if value.device != device:
+            return f"it was moved from {device} to {value.device}"
         if data is not None and not _same_values(value.detach(), data):
             return "its values changed"
         if value.requires_grad != requires_grad:
             return f"its requires_grad changed to {value.requires_grad}"
+        if strides is not None and _layout(value)[0] != strides:
+            return f"its memory layout (strides) changed from {strides} to {_layout(value)[0]}"
         return None
     if kind == "module":
         now = {name: t for name, t in value.state_dict(keep_vars=True).items() if isinstance(t, torch.Tensor)}
@@ -551,6 +588,15 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
                 return f"`{name}`: {what}, because it ran in training mode"
             if what is not None:
                 return f"`{name}`: {what}"
+        for name, original in before[2].items():
+            if now[name] is not original and isinstance(original, nn.Parameter):
+                return (f"`{name}`: it was replaced by a new tensor object (an optimizer or another module "
+                        f"holding the old one no longer sees it)")
+        ties = _aliasing(now)
+        for name, first in before[3].items():
+            if ties[name] != first:
+                was = f"shared its memory with `{first}`" if first != name else "had its own memory"
+                return f"`{name}`: the weight tie changed (it {was}; change values in place, keep the objects)"
         return None
     if kind == "state":
         return None if _changed(before[1], _state_of(value), depth + 1) is None else "its state changed"
@@ -568,7 +614,9 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
     if kind in ("list", "tuple"):
         if len(value) != before[1]:
             return f"its length changed from {before[1]} to {len(value)}"
-        for index, snap in enumerate(before[2]):
+        for index, (snap, original) in enumerate(zip(before[2], before[3])):
+            if value[index] is not original and snap[0] not in ("value",):
+                return f"[{index}]: it was replaced by another object"
             what = _changed(snap, value[index], depth + 1)
             if what is not None:
                 return f"[{index}]: {what}"
@@ -577,7 +625,21 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
         return None if value == before[1] else "its contents changed"
     if kind == "ndarray":
         import numpy as np
-        return None if np.array_equal(value, before[1], equal_nan=value.dtype.kind in "fc") else "its values changed"
+        if not isinstance(value, np.ndarray):
+            return "it was replaced"
+        if value.dtype != before[2] or value.shape != before[1].shape:
+            return f"its dtype/shape changed from {before[2]}/{before[1].shape} to {value.dtype}/{value.shape}"
+        if not np.array_equal(value, before[1], equal_nan=value.dtype.kind in "fc"):
+            return "its values changed"
+        if value.strides != before[3] or value.flags.writeable != before[4]:
+            return "its memory layout or writeable flag changed"
+        return None
+    if kind == "pil":
+        try:
+            same = (value.mode, value.size, value.tobytes()) == before[1:]
+        except Exception:
+            same = False
+        return None if same else "the image changed (its mode, size or pixels)"
     return None
 
 
@@ -680,6 +742,8 @@ class _Changes:
     train_flags: dict[str, str] = field(default_factory=dict)
     hooks: dict[str, int] = field(default_factory=dict)
     globals: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: argument -> [(submodule name, training flag after the run)] for every module it holds
+    final_flags: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
     #: how to copy each changed argument, by its type (`x.clone()`, `dict(d)`, `copy.deepcopy(m)`)
     copies: dict[str, str] = field(default_factory=dict)
     #: undo the changes made to the case's own objects (after verify and the mistakes have seen them)
@@ -722,8 +786,8 @@ class _Watch:
     def __init__(self, named: list[tuple[str, Any]], watch_hooks: bool) -> None:
         self.named = named
         self.values = [_snapshot(value) for _, value in named]
-        self.flags = [[(m, m.training) for item in _walk(value) if isinstance(item, nn.Module)
-                       for m in item.modules()] for _, value in named]
+        self.flags = [[(m, m.training, sub_name) for item in _walk(value) if isinstance(item, nn.Module)
+                       for sub_name, m in item.named_modules()] for _, value in named]
         self.hook_dicts = _hook_dicts([v for _, v in named]) if watch_hooks else []
         self.hook_keys = [_hook_keys(owner, name) for owner, name in self.hook_dicts]
         self.globals = _torch_globals()
@@ -750,7 +814,8 @@ class _Watch:
             if what is not None:
                 changes.arguments[name] = what
                 changes.copies[name] = _copy_hint(name, value)
-            flipped = [(m, was) for m, was in flags if m.training != was]
+            changes.final_flags[name] = [(sub, m.training) for m, _, sub in flags]
+            flipped = [(m, was) for m, was, _ in flags if m.training != was]
             if flipped:
                 changes.train_flags[name] = "train" if flipped[0][1] else "eval"
                 changes.undo.append(lambda f=flipped: [setattr(m, "training", w) for m, w in f] and None)
@@ -773,8 +838,21 @@ class _Watch:
         return "a tensor"
 
 
+def _flag_problem(name: str, now: list[tuple[str, bool]], want: list[tuple[str, bool]]) -> str | None:
+    """The first submodule whose train/eval flag differs from the one the task leaves it in."""
+    for (sub, flag), (_, wanted) in zip(now, want):
+        if flag != wanted:
+            where = f"`{name}.{sub}`" if sub else f"`{name}`"
+            mode, wanted_mode = ("train" if flag else "eval"), ("train" if wanted else "eval")
+            return (f"{where} was left in {mode} mode, but the task leaves `{name}` (every submodule) in "
+                    f"{wanted_mode} mode: call `{name}.{wanted_mode}()` on the whole model, and do not switch it "
+                    f"back or change a submodule afterwards")
+    return None
+
+
 def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], keeps_hooks: bool,
-              allowed_flags: set[str] | None = None) -> list[str]:
+              allowed_flags: set[str] | None = None,
+              wanted_flags: dict[str, list[tuple[str, bool]]] | None = None) -> list[str]:
     """The problem sentences of a candidate's run (changes not allowed by the task). ``allowed`` names the
     arguments that may change in place, ``allowed_flags`` those whose train/eval flag may change (default:
     the same)."""
@@ -786,7 +864,13 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
         count = sum(changes.hooks.values())
         problems.append(f"{count} hook(s) were left registered on {where}: keep the handles that "
                         f"`register_..._hook` returns and call `handle.remove()` in a `finally:` block")
+    for name, want in (wanted_flags or {}).items():
+        problem = _flag_problem(name, changes.final_flags.get(name, []), want)
+        if problem:
+            problems.append(problem)
     for name, was in changes.train_flags.items():
+        if name in (wanted_flags or {}):
+            continue
         if name not in allowed_flags:
             now = "eval" if was == "train" else "train"
             problems.append(f"`{name}` was left in {now} mode (it came in {was} mode): remember "
@@ -815,6 +899,20 @@ def _learner_frame(frame: traceback.FrameSummary) -> bool:
     return not any(part in frame.filename for part in ("course_utils", "site-packages", "/torch/"))
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ORT_PREFIX = re.compile(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*(?P<code>[A-Z_]+)\s*:\s*")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without terminal colour codes, and ONNX Runtime's error prefix in words.
+
+    >>> plain_text("\\x1b[1;31m[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions\\x1b[m")
+    'ONNX Runtime refused the call (INVALID_ARGUMENT): Got invalid dimensions'
+    """
+    text = _ANSI.sub("", str(text))
+    return _ORT_PREFIX.sub(lambda m: f"ONNX Runtime refused the call ({m.group('code')}): ", text)
+
+
 def _describe_exception(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = ""
@@ -823,7 +921,7 @@ def _describe_exception(exc: BaseException) -> str:
             line = (frame.line or "").strip()
             where = f" (in `{line}`)" if line else ""
             break
-    return f"{type(exc).__name__}: {exc}{where}"
+    return plain_text(f"{type(exc).__name__}: {exc}{where}")
 
 
 def _own_not_implemented(exc: BaseException) -> bool:
@@ -840,6 +938,8 @@ class _Reference:
     keeps_hooks: bool
     #: arguments whose train/eval flag the task may change (those it may modify, and those the reference flips)
     allowed_flags: set[str] = field(default_factory=set)
+    #: the train/eval flags the reference leaves on the arguments whose flags it changes (the task's result)
+    wanted_flags: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -866,8 +966,9 @@ def _reference_run(ex: Exercise, factory: CaseFactory) -> _Reference:
         changes.restore_local()
     allowed = set(ex.may_modify) | set(changes.arguments)
     # a task that switches a model to eval mode (evaluate) still may not change its weights
+    wanted = {name: changes.final_flags[name] for name in changes.train_flags if name not in ex.free_flags}
     return _Reference(output, allowed, set(changes.globals), ex.keeps_hooks or bool(changes.hooks),
-                      allowed | set(changes.train_flags))
+                      allowed | set(changes.train_flags), wanted)
 
 
 def _timeout_message(ex: Exercise, seconds: float | None = None) -> str:
@@ -910,7 +1011,8 @@ def _judge(ex: Exercise, run: _Run, ref: _Reference) -> None:
     """
     if run.error is not None or run.todo:
         return
-    problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks, ref.allowed_flags)
+    problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks, ref.allowed_flags,
+                         ref.wanted_flags)
     if run.output is None and ex.returns and ref.output is not None:
         problems.insert(0, "your function returned None: did you forget `return`?")
     try:
@@ -954,6 +1056,20 @@ def _matching_mistake(ex: Exercise, run: _Run, factory: CaseFactory) -> Mistake 
     return None
 
 
+def _inspected_mistake(ex: Exercise, problem: str) -> Mistake | None:
+    """The mistake whose example the inspection refuses with the same sentence (its fingerprint)."""
+    for mistake in ex.mistakes:
+        if mistake.detect is not None or mistake.error_match is not None:
+            continue
+        try:
+            with time_limit(ex.inspect_time_limit):
+                if ex.inspect(mistake.example) == problem:
+                    return mistake
+        except (Exception, _Timeout):
+            continue
+    return None
+
+
 def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status, str, Mistake | None]:
     """Returns (status, detail, mistake)."""
     if is_stub(candidate):
@@ -965,7 +1081,7 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
         except _Timeout:
             return "fail", _timeout_message(ex, ex.inspect_time_limit), None
         if problem:
-            return "fail", problem, None
+            return "fail", problem, _inspected_mistake(ex, problem)
     for number, factory in enumerate(ex.cases, start=1):
         run = _evaluate(ex, candidate, factory)
         if run.todo:
@@ -981,7 +1097,8 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
         if run.error is not None and not isinstance(run.error, _Timeout):
             return "fail", f"on test case {number} {run.problem}", mistake
         return "fail", f"on test case {number}: {run.problem}", mistake
-    return "ok", f"passed {len(ex.cases)} test cases", None
+    count = len(ex.cases)
+    return "ok", f"passed {count} test case{'' if count == 1 else 's'}", None
 
 
 def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
@@ -1013,7 +1130,7 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
                            f"  Replace {what} with your code and run the cell again.")
     if status == "ok":
         return CheckResult(exercise_id, "ok", f"[OK] {exercise_id}: {detail}.")
-    lines = [f"[FAIL] {exercise_id}: {detail}"]
+    lines = [f"[FAIL] {exercise_id}: {plain_text(detail)}"]
     if mistake is not None:
         lines.append(f"  Hint ({mistake.name}): {mistake.hint}")
     else:

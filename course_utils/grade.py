@@ -251,6 +251,24 @@ def first_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+_HINT_NAME = re.compile(r"^\s*Hint \((?P<name>.+?)\):", re.MULTILINE)
+
+
+def check_summary(text: str, limit: int = 300) -> str:
+    """A check's message for one CSV cell: its first line, and the name of the mistake its hint names.
+
+    The first line is shortened so that the mistake's name is never cut off.
+
+    >>> check_summary("[FAIL] 00.double: expected 2, found 3\\n  Hint (added 1): y")
+    '[FAIL] 00.double: expected 2, found 3 | mistake: added 1'
+    >>> len(check_summary("[FAIL] " + "x" * 400 + "\\n  Hint (added 1): y", limit=60))
+    60
+    """
+    match = _HINT_NAME.search(str(text))
+    suffix = f" | mistake: {match.group('name')}" if match else ""
+    return first_line(text, max(limit - len(suffix), 20)) + suffix
+
+
 def _kernel_env(workdir: Path) -> dict[str, str]:
     from course_utils.netguard import kernel_env
 
@@ -348,7 +366,7 @@ def _execute(nb: Any, after: dict[int, list[ExerciseCell]], results: dict[str, R
             if reports:
                 report = json.loads(reports[-1])
                 results[exercise.exercise_id] = Row(label, exercise.exercise_id, report["status"].upper(),
-                                                    first_line(report["message"]), report["seconds"])
+                                                    check_summary(report["message"]), report["seconds"])
             else:
                 results[exercise.exercise_id] = Row(label, exercise.exercise_id, "ERROR", first_line(
                     f"the grader's check could not run: {errors[0] if errors else 'no report'}"))

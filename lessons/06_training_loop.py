@@ -306,7 +306,9 @@ assert max(losses) > 10 * losses[0]  # lr=1.0 blows up
 # can be shorter). The checker hands you a model that is in eval mode (as after validation), may
 # still hold gradients from an earlier step, and watches how it is used. The solution keeps the
 # running sum a tensor and converts it once at the end (why: §8); a `.item()` per batch passes
-# too, and costs little on a CPU (notebook 01 measured it).
+# too, and costs little on a CPU (notebook 01 measured it). Add `loss.detach()` (or `loss.item()`),
+# never `loss` itself: `total += loss * len(y)` chains every batch's autograd graph onto `total`
+# and keeps them all in memory until the end of the epoch (the checker sees it).
 
 # %%
 def train_one_epoch(model: nn.Module, loader, loss_fn, optimizer, device) -> float:

@@ -679,7 +679,12 @@ print("reason:", str(report.break_reasons[0].reason).splitlines()[0])
 #   both sides are cheap.
 # - `torch.cond(pred, true_fn, false_fn, operands)` records both branches as sub-graphs and runs
 #   only the chosen one. Its branches must return new tensors (not their input itself) and must not
-#   change their inputs. Notebook 12 uses it again to export a model with a data-dependent branch.
+#   change their inputs. It keeps one graph, but to pick the branch it still reads `pred` on the
+#   host: on a GPU every call is a sync. Notebook 12 uses it again to export a model with a
+#   data-dependent branch.
+#
+# So `torch.where` is the only one of the two without a host sync; `torch.cond` pays one sync to
+# skip the branch it does not need.
 
 # %%
 def clip_if(x: torch.Tensor) -> torch.Tensor:
@@ -704,17 +709,18 @@ assert torch.allclose(clip_if(3 * probe), clip_where(3 * probe))
 # ### Exercise 3 — `clip_norm`, compile-friendly
 #
 # Write `clip_norm(x)`: return `x / x.norm()` when `x.norm() > 1`, and an unchanged **copy** of
-# `x` otherwise, with no graph break and no host sync: no Python `if` on a tensor value, no
-# `.item()`. (The checker first captures your function once, as a single graph, with
-# `torch.export`, which fails on exactly those; then it runs your function on six inputs on both
-# sides of norm 1.)
-# If you use `torch.cond`, remember that its branches must return new tensors, not their input
+# `x` otherwise, with no graph break: no Python `if` on a tensor value, no `.item()`. (The checker
+# first captures your function once, as a single graph, with `torch.export`, which fails on
+# exactly those; then it runs your function on six inputs on both sides of norm 1.) The solution
+# uses `torch.where`, which also avoids the host sync; `torch.cond` passes too (one graph), but
+# reads its predicate on the host, and its branches must return new tensors, not their input
 # itself.
 
 # %%
 def clip_norm(x: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
-    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+    norm = x.norm()
+    return torch.where(norm > 1, x / norm, x)  # a new tensor either way; no sync
     ### END SOLUTION
 
 

@@ -362,7 +362,7 @@ except Exception as error:
 # form avoids names), open the file with an `onnxruntime.InferenceSession`, run every batch in
 # `batches` (float32 NCHW tensors of different batch sizes) through ONNX Runtime and through the
 # model, and return the largest absolute difference over all batches as a Python `float`. Do not
-# change the batches. (The checker hands your function a small CNN in training mode and two
+# change the batches. (The checker hands your function a small CNN in training mode and three
 # batches; then it opens the file you wrote and runs it itself, on those batches and on a third
 # batch size, against the model in eval mode. Your function exports once, so a check takes seconds.)
 

@@ -196,7 +196,9 @@ assert summary["seconds"] < 60, "a smoke test should take seconds"
 #
 # Write `update_ratio(before, after)`: `before` and `after` are `{name: tensor}` dicts of the weights
 # before and after one step; return `{name: ‖after − before‖ / ‖before‖}` as Python floats, with the
-# L2 norm of all elements (`Tensor.norm()`). Do not change the tensors.
+# L2 norm of all elements (`Tensor.norm()`). For a tensor that is all zeros before the step (a bias
+# that starts at zero) keep what the tensor division gives: `inf` if it moved, `nan` if it did not
+# (no `+ eps`: there is no scale to compare with). Do not change the tensors.
 
 # %%
 def update_ratio(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, float]:

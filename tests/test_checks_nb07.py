@@ -30,12 +30,17 @@ WRONG_ANSWERS = [
     ("07.param_groups", "tied parameters listed twice", ["`emb.weight` and `head.weight`", "id(p)"]),
     ("07.param_groups", "parameters listed once per enclosing module", ["recurse=False"]),
     ("07.param_groups", "parameters missing (only some layer types visited)", ["in none", "model.modules()"]),
+    ("07.param_groups", "norm layer tested by its exact type (a subclass missed)", ["subclass", "`post.weight`"]),
+    ("07.param_groups", "an incomplete list of norm layer types", ["NORM_LAYERS", "GroupNorm"]),
+    ("07.param_groups", "named_parameters() without recurse=False", ["recurse=False", "dotted"]),
+    ("07.param_groups", "bias found by a name pattern (`*bias`)", ["name == 'bias'", "rel_bias"]),
     ("07.param_groups", "norm layer found by its name", ["isinstance(module, NORM_LAYERS)", "`gn.weight`"]),
     ("07.param_groups", "rule by shape (p.ndim < 2)", ["`gain`", "p.ndim < 2"]),
     ("07.param_groups", "embedding excluded from decay", ["`emb.weight`", "embedding"]),
     ("07.param_groups", "biases decayed", ["`fc1.bias` is a bias", "weight_decay=0.0 group"]),
     ("07.param_groups", "norm weights decayed", ["`norm.weight`", "LayerNorm", "NORM_LAYERS"]),
     ("07.early_stopping", "state_dict() kept without a copy", ["shared memory", "copy.deepcopy"]),
+    ("07.early_stopping", "best state loaded back only when patience runs out", ["max_epochs", "after the loop"]),
     ("07.early_stopping", "best state never loaded back", ["load_state_dict(best_state)"]),
     ("07.early_stopping", "only the parameters saved (buffers not restored)", ["running_mean", "whole state_dict"]),
     ("07.early_stopping", "patience off by one (`>` instead of `>=`)", ["stop after epoch 6", "bad_epochs >= patience"]),
@@ -158,17 +163,15 @@ def test_param_groups_other_right_answers() -> None:
                 continue
             module, name = owner[id(param)]
             (no_decay if isinstance(module, nb07.NORM_LAYERS) or name == "bias" else decay).append(param)
-        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-        return [g for g in groups if g["params"]]  # empty groups dropped: allowed
+        # the task's two groups in its order, [decay, no_decay], the second one empty when nothing is exempt
+        return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
-    def three_groups_tuple(model, weight_decay):
+    def tuple_params_extra_keys(model, weight_decay):
         decay, no_decay = nb07.param_groups_reference(model, weight_decay)
-        half = len(decay["params"]) // 2
-        return ({"params": decay["params"][:half], "weight_decay": weight_decay, "lr": 1e-3},
-                {"params": decay["params"][half:], "weight_decay": weight_decay},
-                {"params": tuple(no_decay["params"]), "weight_decay": 0})
+        return [{"params": tuple(decay["params"]), "weight_decay": weight_decay, "lr": 1e-3},
+                {"params": tuple(no_decay["params"]), "weight_decay": 0}]
 
-    for candidate in (by_module_map, three_groups_tuple):
+    for candidate in (by_module_map, tuple_params_extra_keys):
         result = check("07.param_groups", candidate)
         assert result.status == "ok", result.message
 

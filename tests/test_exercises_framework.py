@@ -512,3 +512,119 @@ def test_the_time_limit_never_interrupts_an_import(toy, tmp_path, monkeypatch) -
     exercise_id = toy(_double, time_limit=0.3)
     result = check(exercise_id, imports_slowly)
     assert result.status == "ok", result.message
+
+
+# --- the whole observable state of the caller's objects -------------------------------------------
+
+class _TiedNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(5, 3)
+        self.out = nn.Linear(3, 5, bias=False)
+        self.out.weight = self.embed.weight
+
+
+def _tied_case() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    torch.manual_seed(0)
+    return (_TiedNet(),), {}
+
+
+def _weight_sum(model: nn.Module) -> float:
+    return float(sum(p.detach().sum() for p in model.parameters()))
+
+
+def test_broken_tie_replaced_parameter_and_changed_strides_are_named(toy) -> None:
+    exercise_id = toy(_weight_sum, [_tied_case], _close)
+    assert check(exercise_id, _weight_sum).status == "ok"
+
+    def unties(model):
+        total = _weight_sum(model)
+        model.out.weight = nn.Parameter(model.out.weight.detach().clone())
+        return total
+
+    result = check(exercise_id, unties)
+    assert result.status == "fail" and "`out.weight`" in result.message, result.message
+
+    def re_strided(model):
+        model.embed.weight.data = model.embed.weight.data.t().contiguous().t()
+        return _weight_sum(model)
+
+    result = check(exercise_id, re_strided)
+    assert result.status == "fail" and "strides" in result.message, result.message
+
+
+def _first_pixel(images: list) -> int:
+    import numpy as np
+
+    return int(sum(np.asarray(image)[0, 0, 0] for image in images))
+
+
+def _image_case() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    return ([Image.fromarray(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8)) for _ in range(2)],), {}
+
+
+def test_pil_images_and_list_items_replaced_or_changed_are_named(toy) -> None:
+    from PIL import Image
+
+    exercise_id = toy(_first_pixel, [_image_case], lambda out, ref, a, k: None if out == ref else "expected")
+    assert check(exercise_id, _first_pixel).status == "ok"
+
+    def replaces(images):
+        for i, image in enumerate(images):
+            images[i] = image.convert("RGB").copy()
+        return _first_pixel(images)
+
+    result = check(exercise_id, replaces)
+    assert result.status == "fail" and "[0]: it was replaced" in result.message, result.message
+
+    def draws(images):
+        images[1].putpixel((3, 3), (0, 0, 0))
+        return _first_pixel(images)
+
+    result = check(exercise_id, draws)
+    assert result.status == "fail" and "the image changed" in result.message, result.message
+    assert Image  # imported for the case factory
+
+
+def _to_eval(model: nn.Module, x: torch.Tensor) -> float:
+    model.eval()
+    with torch.no_grad():
+        return model(x).sum().item()
+
+
+def test_train_flags_must_end_as_the_task_leaves_them_in_every_submodule(toy) -> None:
+    """The reference leaves the model in eval mode: a candidate that switches it back, or leaves a
+    submodule in train mode, fails although its number is right."""
+    exercise_id = toy(_to_eval, [lambda: ((_model_case()[0][0].train(), torch.ones(2, 3)), {})], _close)
+    assert check(exercise_id, _to_eval).status == "ok"
+
+    def switches_back(model, x):
+        out = _to_eval(model, x)
+        model.train()
+        return out
+
+    result = check(exercise_id, switches_back)
+    assert result.status == "fail" and "left in train mode" in result.message, result.message
+
+    def dropout_left_on(model, x):
+        out = _to_eval(model, x)
+        model[1].train()
+        return out
+
+    result = check(exercise_id, dropout_left_on)
+    assert result.status == "fail" and "`model.1` was left in train mode" in result.message, result.message
+
+
+def test_one_case_is_singular_and_colour_codes_are_stripped(toy) -> None:
+    exercise_id = toy(_double, [lambda: ((torch.arange(4.0),), {})])
+    assert check(exercise_id, _double).message.endswith("passed 1 test case.")
+
+    def coloured(x):
+        raise RuntimeError("\x1b[1;31m[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions\x1b[m")
+
+    message = check(exercise_id, coloured).message
+    assert "\x1b" not in message and "ONNX Runtime refused the call (INVALID_ARGUMENT)" in message, message

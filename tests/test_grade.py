@@ -153,3 +153,14 @@ def test_bad_arguments_get_clear_messages(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         grade.main(["--help"])
     assert exc.value.code == 0 and "grades.csv" in capsys.readouterr().out
+
+
+def test_csv_message_keeps_the_named_mistake() -> None:
+    """A long FAIL line is cut before the mistake's name, never the name itself."""
+    from course_utils.grade import check_summary
+
+    message = "[FAIL] 06.train_one_epoch: on test case 1: " + "expected x " * 60 + "\n  Hint (missing zero_grad): z"
+    summary = check_summary(message)
+    assert summary.endswith(" | mistake: missing zero_grad"), summary
+    assert len(summary) <= 300 and summary.startswith("[FAIL] 06.train_one_epoch")
+    assert check_summary("[OK] 00.double: passed 3 test cases.") == "[OK] 00.double: passed 3 test cases."

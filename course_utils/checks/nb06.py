@@ -12,6 +12,7 @@ happen to look plausible.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -155,13 +156,28 @@ class ProbeNet(nn.Module):
         self.stale_backward = False
 
 
+class _GraphProbe(torch.autograd.Function):
+    """Identity on the loss; its node (``ctx``) lives exactly as long as some tensor's graph reaches it."""
+
+    @staticmethod
+    def forward(ctx: Any, loss: torch.Tensor) -> torch.Tensor:
+        return loss.view_as(loss)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
 class RecordingCrossEntropy(nn.CrossEntropyLoss):
-    """CrossEntropyLoss that remembers its values and whether it was fed probabilities."""
+    """CrossEntropyLoss that remembers its values, whether it was fed probabilities, and whether an
+    earlier batch's autograd graph is still alive (a running sum of ``loss`` without ``.detach()``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.values: list[float] = []
         self.saw_probabilities = False
+        self.graph_kept = False
+        self._nodes: list[Any] = []
 
     def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -170,7 +186,15 @@ class RecordingCrossEntropy(nn.CrossEntropyLoss):
                 self.saw_probabilities = True
         loss = super().forward(input, target)
         self.values.append(loss.item())
-        return loss
+        # the graph of the batch before the previous one (the previous one may still be the `loss` variable)
+        if len(self._nodes) >= 2 and self._nodes[-2]() is not None:
+            self.graph_kept = True
+        if not loss.requires_grad:
+            self._nodes.append(lambda: None)
+            return loss
+        probed = _GraphProbe.apply(loss)
+        self._nodes.append(weakref.ref(probed.grad_fn))
+        return probed
 
 
 def _classification_data(seed: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -314,6 +338,20 @@ def _epoch_zero_after_backward(model, loader, loss_fn, optimizer, device):
     return total / count
 
 
+def _epoch_sum_not_detached(model, loader, loss_fn, optimizer, device):
+    model.train()
+    total, count = 0.0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss * len(y)
+        count += len(y)
+    return total.item() / count
+
+
 def _epoch_no_grad(model, loader, loss_fn, optimizer, device):
     model.train()
     total, count = 0.0, 0
@@ -369,6 +407,9 @@ def _epoch_verify(out, ref, args, kwargs):
     if model.stale_backward:
         return ("backward() added this batch's gradients on top of older ones (the previous batch's, "
                 "or those the model arrived with): the gradients were not reset before backward()")
+    if loss_fn.graph_kept:
+        return ("the autograd graphs of earlier batches were still alive during later batches: the running "
+                "sum (or a list) holds `loss` itself, so every batch's graph stays chained to it")
     if _params_unchanged(model):
         return ("the parameters never changed: no update happened (is optimizer.step() missing, or "
                 "are the gradients cleared between backward() and step()?)")
@@ -408,7 +449,8 @@ register(Exercise(
     "06.train_one_epoch",
     "train_one_epoch(model, loader, loss_fn, optimizer, device) runs one epoch of training "
     "(model in training mode; per batch: move to device, zero_grad, forward, loss, backward, "
-    "step) and returns the mean loss per sample over the epoch as a Python float. The model may "
+    "step) and returns the mean loss per sample over the epoch as a Python float (the running sum "
+    "holds loss.detach() or loss.item(), never `loss` itself with its graph). The model may "
     "arrive in eval mode and with old gradients in .grad.",
     train_one_epoch_reference,
     _epoch_cases(),
@@ -443,6 +485,10 @@ register(Exercise(
                 "add up loss.item() * batch_size over the epoch and return total / number_of_samples "
                 "as a Python float, not the last batch's loss and not a tensor.",
                 _epoch_last_loss, detect=_returned_last),
+        Mistake("running sum of `loss` without .detach()",
+                "accumulate `loss.detach() * len(y)` (or `loss.item() * len(y)`): `total += loss * len(y)` "
+                "chains every batch's autograd graph onto `total` and keeps it in memory until the end.",
+                _epoch_sum_not_detached, detect=lambda out, a, k: a[2].graph_kept),
         Mistake("unweighted mean of batch losses",
                 "loss.item() is the mean over one batch, and the last batch can be shorter: add up "
                 "loss.item() * len(y) and divide by the number of samples, not by the number of batches.",

@@ -57,10 +57,11 @@ class SmallCNN(nn.Module):
         self.bn1 = nn.BatchNorm2d(4)
         self.conv2 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
         self.gn = nn.GroupNorm(2, 4)
+        self.norm2 = nn.GroupNorm(2, 4)  # the same type under a usual name: names and types disagree
         self.head = nn.Linear(4, 2, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = torch.relu(self.gn(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+        h = torch.relu(self.norm2(self.gn(self.conv2(torch.relu(self.bn1(self.conv1(x)))))))
         return self.head(h.mean(dim=(2, 3)))
 
 
@@ -95,6 +96,46 @@ class OddNames(nn.Module):
         return self.out(self.norm(self.scale_layer(self.body(x))) * self.gain)
 
 
+class _ScaledLayerNorm(nn.LayerNorm):
+    """A project's own norm layer: a subclass, so an instance of nn.LayerNorm, but not of that exact type."""
+
+
+class _Shift(nn.Module):
+    """A custom layer whose parameter is registered under the name ``bias``."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.bias
+
+
+class Subclassed(nn.Module):
+    """A norm-layer subclass, a ``bias`` on a custom layer and on the model itself (full name ``bias``),
+    and 1-d parameters whose names end in ``_bias`` but are not called ``bias`` (so they are decayed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.post = _ScaledLayerNorm(4)
+        self.shift = _Shift(4)
+        self.rel_bias = nn.Parameter(torch.randn(4))
+        self.bias = nn.Parameter(torch.randn(4))
+        self.out_bias = nn.Parameter(torch.randn(4))
+        self.scale = nn.Parameter(torch.ones(4))  # 1-d, not a bias, not in a norm layer: decayed
+        self.post.bias.requires_grad_(False)      # a frozen norm parameter and a frozen bias: left out
+        self.fc.bias.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.shift(self.post(self.fc(x) + self.rel_bias)) * self.scale + self.bias + self.out_bias
+
+
+def _weights_only_model() -> nn.Module:
+    """Nothing that goes in the no-decay group: it is empty, and still one of the two groups."""
+    return nn.Sequential(nn.Linear(4, 3, bias=False), nn.ReLU(), nn.Linear(3, 2, bias=False))
+
+
 def _no_bias_model() -> nn.Module:
     return nn.Sequential(nn.Linear(4, 6, bias=False), nn.LayerNorm(6, bias=False), nn.ReLU(),
                          nn.Linear(6, 2, bias=False))
@@ -112,7 +153,7 @@ def _groups_cases():
     def case(make, seed: int, weight_decay: float):
         return lambda: ((_seeded(make, seed)(), weight_decay), {})
     return [case(TinyMLP, 0, 0.1), case(SmallCNN, 1, 0.05), case(TiedLM, 2, 0.01), case(OddNames, 3, 0.2),
-            case(_no_bias_model, 4, 0.3)]
+            case(_no_bias_model, 4, 0.3), case(Subclassed, 5, 0.1), case(_weights_only_model, 6, 0.2)]
 
 
 def _role(model: nn.Module) -> dict[int, tuple[str, str, str]]:
@@ -231,6 +272,14 @@ def _groups_verify(out, ref, args, kwargs):
         what = {"bias": "a bias", "norm": f"a parameter of a normalisation layer ({kind})",
                 "decay": f"a weight of {kind}"}[role]
         return (f"`{name}` is {what}: expected weight_decay={expected:g} for it, found {float(wd):g}{default}")
+    if len(out) != 2:
+        return (f"expected exactly two groups, [decay, no_decay], even when one of them is empty (this model has "
+                f"{'no bias or norm parameter' if not any(r == 'norm' or r == 'bias' for _, _, r in roles.values()) else 'both kinds'}), "
+                f"found {len(out)} group(s)")
+    wds = [float(g.get("weight_decay", _ADAMW_DEFAULT)) for g in out]
+    if abs(wds[0] - weight_decay) > 1e-12 or abs(wds[1]) > 1e-12:
+        return (f"expected the groups in the task's order, [{{'params': decay, 'weight_decay': {weight_decay:g}}}, "
+                f"{{'params': no_decay, 'weight_decay': 0.0}}], found weight decays {wds} in that order")
     try:
         torch.optim.AdamW(out, lr=1e-3)
     except Exception as exc:  # noqa: BLE001 - whatever the optimizer refuses, say it
@@ -308,7 +357,102 @@ def _one_d_not_decayed(out, args, kwargs) -> bool:
     if not found:
         return False
     return any(role == "decay" and pid in one_d and pid in found and abs(found[pid][0][1]) < 1e-12
-               for pid, (_, _, role) in roles.items())
+               and "bias" not in name.rsplit(".", 1)[-1] for pid, (name, _, role) in roles.items())
+
+
+def _norm_by_exact_type(out, args, kwargs) -> bool:
+    """A norm layer that is a subclass of one in NORM_LAYERS decayed, those of the exact types not."""
+    model = args[0]
+    roles, found = _roles_found(out, args)
+    if not found:
+        return False
+    norm_modules = [m for m in model.modules() if isinstance(m, NORM_LAYERS)]
+    sub = [p for m in norm_modules if type(m) not in NORM_LAYERS for n, p in m.named_parameters(recurse=False)
+           if id(p) in found and n != "bias"]
+    exact = [p for m in norm_modules if type(m) in NORM_LAYERS for n, p in m.named_parameters(recurse=False)
+             if id(p) in found and n != "bias"]
+    return (bool(sub) and all(abs(found[id(p)][0][1]) > 1e-12 for p in sub)
+            and all(abs(found[id(p)][0][1]) < 1e-12 for p in exact))
+
+
+def _norm_by_type_list(out, args, kwargs) -> bool:
+    """Norm layers decayed by their type alone (a hand-written, incomplete list): every norm layer of one
+    type decayed, every one of another type not, whatever their names."""
+    model = args[0]
+    roles, found = _roles_found(out, args)
+    if not found:
+        return False
+    decayed: dict[type, set[bool]] = {}
+    for module in model.modules():
+        if isinstance(module, NORM_LAYERS):
+            for n, p in module.named_parameters(recurse=False):
+                if id(p) in found and n != "bias":  # a norm layer's bias is a `bias` anyway
+                    decayed.setdefault(type(module), set()).add(abs(found[id(p)][0][1]) > 1e-12)
+    kinds = list(decayed.values())
+    return (all(len(k) == 1 for k in kinds) and any(k == {True} for k in kinds)
+            and any(k == {False} for k in kinds))
+
+
+def _dotted_names_missed(out, args, kwargs) -> bool:
+    """named_parameters() without recurse=False: the model itself claims every parameter under a dotted
+    name first, so no nested bias or norm parameter reaches the no-decay group."""
+    roles, found = _roles_found(out, args)
+    nested = [(pid, role) for pid, (name, _, role) in roles.items() if "." in name and role in ("bias", "norm")]
+    return bool(found) and bool(nested) and all(
+        pid in found and abs(found[pid][0][1]) > 1e-12 for pid, _ in nested)
+
+
+def _groups_exact_type(model, weight_decay):
+    decay, no_decay, seen = [], [], set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            (no_decay if type(module) in NORM_LAYERS or name == "bias" else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _groups_type_list(model, weight_decay):
+    decay, no_decay, seen = [], [], set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            (no_decay if isinstance(module, (nn.BatchNorm2d, nn.LayerNorm)) or name == "bias" else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _groups_recurse(model, weight_decay):
+    decay, no_decay, seen = [], [], set()
+    for module in model.modules():
+        for name, param in module.named_parameters():
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            (no_decay if isinstance(module, NORM_LAYERS) or name == "bias" else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _bias_by_pattern(out, args, kwargs) -> bool:
+    """A parameter whose name only *ends* in bias (``rel_bias``) left undecayed."""
+    roles, found = _roles_found(out, args)
+    return bool(found) and any(
+        role == "decay" and pid in found and abs(found[pid][0][1]) < 1e-12
+        and name.rsplit(".", 1)[-1] != "bias" and "bias" in name.rsplit(".", 1)[-1]
+        for pid, (name, _, role) in roles.items())
+
+
+def _groups_bias_by_pattern(model, weight_decay):
+    decay, no_decay, seen = [], [], set()
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            (no_decay if isinstance(module, NORM_LAYERS) or name.endswith("bias") else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 def _embedding_not_decayed(out, args, kwargs) -> bool:
@@ -497,11 +641,28 @@ register(Exercise(
                 "and norm layers: convolutions and embeddings, and parameters set directly on a module, "
                 "need a group too.",
                 _groups_linear_only, detect=_missing),
+        Mistake("norm layer tested by its exact type (a subclass missed)",
+                "a project's own norm layer is often a subclass (class MyNorm(nn.LayerNorm)): test "
+                "isinstance(module, NORM_LAYERS), which accepts subclasses, not type(module) in NORM_LAYERS.",
+                _groups_exact_type, detect=_norm_by_exact_type),
+        Mistake("an incomplete list of norm layer types",
+                "list every normalisation type (or use the NORM_LAYERS tuple given above): BatchNorm, "
+                "InstanceNorm, LayerNorm, GroupNorm, RMSNorm; a layer of a type missing from your list was "
+                "decayed.", _groups_type_list, detect=_norm_by_type_list),
+        Mistake("named_parameters() without recurse=False",
+                "walk model.modules() and, for each, module.named_parameters(recurse=False): with recursion "
+                "the model itself comes first and claims every parameter under a dotted name ('fc.bias'), "
+                "so name == 'bias' never matches and no norm layer is seen as the owner.",
+                _groups_recurse, detect=_dotted_names_missed),
         Mistake("norm layer found by its name",
                 "a name like 'bn' or 'norm' is a convention, not a rule (`body.1`, `scale_layer`, `gn` are "
                 "norm layers too): test the module, isinstance(module, NORM_LAYERS), while walking "
                 "model.modules() with named_parameters(recurse=False).",
                 _groups_by_name, detect=_by_name),
+        Mistake("bias found by a name pattern (`*bias`)",
+                "the rule is the parameter's own registered name, exactly `bias`: `rel_bias` or `out_bias` "
+                "are ordinary weights and are decayed; test name == 'bias', not endswith/in.",
+                _groups_bias_by_pattern, detect=_bias_by_pattern),
         Mistake("rule by shape (p.ndim < 2)",
                 "`p.ndim < 2` is a popular shortcut, and this task's rule is by layer instead: a 1-d "
                 "parameter that is neither a bias nor in a norm layer (here `gain`) is decayed; decide "
@@ -555,10 +716,12 @@ class ScriptedTraining:
         self.losses = list(losses)
         self.epochs = 0
         self.states: list[dict[str, torch.Tensor]] = []
+        self.calls: list[str] = []  # "train" / "validate", in the order they came
 
     def train_epoch(self, model: nn.Module) -> None:
         if self.epochs >= len(self.losses):
             raise RuntimeError("train_epoch was called more often than max_epochs")
+        self.calls.append("train")
         self.epochs += 1
         with torch.no_grad():
             for index, value in enumerate(model.state_dict().values()):
@@ -569,6 +732,7 @@ class ScriptedTraining:
     def validate(self, model: nn.Module) -> float:
         if self.epochs == 0:
             raise RuntimeError("validate was called before the first train_epoch")
+        self.calls.append("validate")
         return self.losses[self.epochs - 1]
 
 
@@ -596,6 +760,12 @@ def _stopping_cases():
         case(4, [1.0, 0.9, 0.8, 0.7], patience=2),
         # patience 1: stop at the first epoch without improvement (best 2, stop after 3)
         case(5, [1.0, 0.6, 0.7, 0.3, 0.2], patience=1),
+        # all max_epochs epochs run and the best is not the last (best 2): the best state is loaded
+        # back at the end of the loop too, not only when patience runs out
+        case(6, [1.0, 0.5, 0.6, 0.55], patience=3),
+        # min_delta=0.05 far from 1: 3.97 is no improvement on 4.0, 3.94 is (absolute, not relative, and
+        # best_loss moves only on an improvement); best 6, stop after 8
+        case(7, [4.0, 3.97, 3.94, 3.9, 3.88, 3.8, 3.79, 3.78, 3.0, 2.0], patience=2, min_delta=0.05),
     ]
 
 
@@ -619,9 +789,15 @@ def _stopping_verify(out, ref, args, kwargs):
         return f"expected the best epoch's number as a Python int, found {describe(out)}"
     ref_epochs = _reference_epochs(args, kwargs)
     if script.epochs != ref_epochs:
-        return (f"with patience={patience} and these validation losses {script.losses[:ref_epochs + 1]}, "
+        delta = f", min_delta={kwargs['min_delta']:g} (best_loss - min_delta, absolute)" if kwargs.get("min_delta") else ""
+        return (f"with patience={patience}{delta} and these validation losses {script.losses[:ref_epochs + 1]}, "
                 f"expected training to stop after epoch {ref_epochs}, found it stopped after epoch "
                 f"{script.epochs}")
+    if script.calls != ["train", "validate"] * script.epochs:
+        trains, validations = script.calls.count("train"), script.calls.count("validate")
+        return (f"expected train_epoch(model) then validate(model) once each per epoch ({script.epochs} epochs: "
+                f"{script.epochs} calls of each, alternating), found {trains} train_epoch and {validations} "
+                f"validate calls in the order {' '.join(script.calls[:8])}{' ...' if len(script.calls) > 8 else ''}")
     if out != ref:
         return f"expected the best epoch to be epoch {ref} (epochs count from 1), found {out}"
     best = script.states[ref - 1]
@@ -658,6 +834,22 @@ def _stop_shared_state(model, train_epoch, validate, max_epochs, patience, min_d
             if bad >= patience:
                 break
     model.load_state_dict(best_state)
+    return best_epoch
+
+
+def _stop_restored_on_patience_only(model, train_epoch, validate, max_epochs, patience, min_delta=0.0):
+    best_loss, best_epoch, best_state, bad = math.inf, 0, None, 0
+    for epoch in range(1, max_epochs + 1):
+        train_epoch(model)
+        val_loss = validate(model)
+        if val_loss < best_loss - min_delta:
+            best_loss, best_epoch, bad = val_loss, epoch, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad += 1
+            if bad >= patience:
+                model.load_state_dict(best_state)
+                return best_epoch
     return best_epoch
 
 
@@ -744,6 +936,12 @@ register(Exercise(
                 "the CPU, .cpu()): training keeps changing them. Keep copy.deepcopy(model.state_dict()) "
                 "or {k: v.clone() for k, v in model.state_dict().items()}.",
                 _stop_shared_state, detect=lambda out, a, k: any(a[0].loads)),
+        Mistake("best state loaded back only when patience runs out",
+                "the loop can also end because it reached max_epochs: load the best state after the loop "
+                "(on both ways out), not only inside the `if bad_epochs >= patience:` branch.",
+                _stop_restored_on_patience_only,
+                detect=lambda out, a, k: (not a[0].loads and _script(a).epochs == a[3]
+                                          and _same_state(a[0], _script(a).states[-1]))),
         Mistake("best state never loaded back",
                 "remembering the best epoch is not enough: call model.load_state_dict(best_state) "
                 "before returning, so the model is the best one.",

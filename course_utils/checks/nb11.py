@@ -324,7 +324,7 @@ register(Exercise(
 
 
 # --- 11.clip_norm ---------------------------------------------------------------------------------
-# A compile-friendly data-dependent choice: no graph break, no host sync (torch.cond or torch.where).
+# A compile-friendly data-dependent choice: no graph break (torch.where, also sync-free; or torch.cond).
 
 class _AsModule(nn.Module):
     def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
@@ -340,7 +340,8 @@ _ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torc
 _PY_IF_HINT = ("  Hint (Python if on a tensor value): `if x.norm() > 1:` asks for a Python bool, "
                "which only exists after a host sync, and the graph breaks there (one graph cannot record "
                "both paths). "
-               "Use torch.cond(pred, true_fn, false_fn, (x,)) (or torch.where for element-wise choices).")
+               "Use torch.where(x.norm() > 1, x / x.norm(), x), which computes both and picks on the device "
+               "(torch.cond(pred, true_fn, false_fn, (x,)) keeps one graph too, but reads pred on the host).")
 
 
 def _exportable(candidate: Callable[..., Any]) -> str | None:
@@ -359,7 +360,8 @@ def _exportable(candidate: Callable[..., Any]) -> str | None:
 
 
 def clip_norm_reference(x: torch.Tensor) -> torch.Tensor:
-    return torch.cond(x.norm() > 1, lambda v: v / v.norm(), lambda v: v.clone(), (x,))
+    norm = x.norm()
+    return torch.where(norm > 1, x / norm, x)  # a new tensor either way, and no host sync (torch.cond reads pred)
 
 
 def _clip_python_if(x):
@@ -407,8 +409,8 @@ def _clip_verify(out, ref, args, kwargs):
 register(Exercise(
     "11.clip_norm",
     "clip_norm(x) returns x / x.norm() when x.norm() > 1 and an unchanged copy of x otherwise, "
-    "with no graph break and no host sync (no Python if on a tensor value, no .item()): "
-    "torch.cond or torch.where.",
+    "with no graph break (no Python if on a tensor value, no .item()): torch.where (no host sync "
+    "either) or torch.cond (one graph, but it reads the predicate on the host).",
     clip_norm_reference,
     _clip_cases(),
     _clip_verify,

@@ -60,6 +60,8 @@ def _config_variant(how: str) -> Callable[[list[str]], Any]:
                 del options["default"]
             elif how == "type=bool":
                 options["type"] = kind
+            elif how == "== true" and kind is bool:
+                options["type"] = lambda text: text.strip().lower() in ("true", "1", "yes", "on")
             parser.add_argument("--" + field.name.replace("_", "-"), **options)
         args = parser.parse_args(argv)
         if how == "namespace":
@@ -124,6 +126,13 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
     if error is None and out is not None:
         return ("an unknown option (--learning-rate) was silently accepted: use parser.parse_args(argv), "
                 "which stops with an error, not parse_known_args, which ignores a misspelt option.")
+    for word in ("maybe", "ture"):
+        out, error = _run_quietly(candidate, ["--resume", word])
+        if error is None and out is not None:
+            got = out.get("resume") if isinstance(out, dict) else getattr(out, "resume", out)
+            return (f"`--resume {word}` was accepted (resume={got!r}): read booleans with type=parse_bool, "
+                    f"which refuses anything but true/false (1/0, yes/no, on/off), so a typo stops the "
+                    f"program instead of silently meaning False.")
     globals_ = getattr(candidate, "__globals__", {})
     original = _CONFIG  # not the name Config: that may be the very global swapped below
     if globals_.get("Config") is original:
@@ -187,6 +196,9 @@ register(Exercise(
                 _config_variant("namespace")),
         Mistake("returns a dict", "return the dataclass: Config(**vars(parser.parse_args(argv))).",
                 _config_variant("dict")),
+        Mistake("booleans compared with 'true' (a typo reads as False)",
+                "read booleans with type=parse_bool: it raises on anything but true/false, so argparse "
+                "reports `--resume ture` instead of running without resuming.", _config_variant("== true")),
     ],
     inspect=_config_inspect,
 ))
@@ -199,17 +211,21 @@ def update_ratio_reference(before: dict[str, torch.Tensor], after: dict[str, tor
 
 
 def _ratio_cases():
-    def make(seed, shapes, scales):
+    def make(seed, shapes, scales, zero=()):
         def factory():
             gen = torch.Generator().manual_seed(seed)
             before = {name: torch.randn(*shape, generator=gen) for name, shape in shapes.items()}
+            for name in zero:  # biases that start at zero: ||before|| = 0 (inf when moved, nan when not)
+                before[name] = torch.zeros(shapes[name])
             after = {name: w + scales[name] * torch.randn(w.shape, generator=gen) for name, w in before.items()}
             return (before, after), {}
         return factory
     return [make(0, {"0.weight": (4, 3), "0.bias": (4,)}, {"0.weight": 1e-3, "0.bias": 0.3}),
             make(1, {"conv.weight": (2, 3, 3, 3), "fc.weight": (5, 6), "fc.bias": (5,)},
                  {"conv.weight": 0.05, "fc.weight": 0.5, "fc.bias": 2e-3}),
-            make(2, {"w": (7,)}, {"w": 0.2})]
+            make(2, {"w": (7,)}, {"w": 0.2}),
+            make(3, {"fc.weight": (3, 2), "fc.bias": (3,), "norm.bias": (2,)},
+                 {"fc.weight": 0.01, "fc.bias": 0.1, "norm.bias": 0.0}, zero=("fc.bias", "norm.bias"))]
 
 
 def _ratio_verify(out: Any, ref: dict[str, float], args: tuple, kwargs: dict) -> str | None:
@@ -226,6 +242,12 @@ def _ratio_verify(out: Any, ref: dict[str, float], args: tuple, kwargs: dict) ->
             return f"expected {name!r}: a Python float, found {describe(got)}: call .item() on the ratio"
         if not isinstance(got, (float, int)) or isinstance(got, bool):
             return f"expected {name!r}: a Python float, found {describe(got)}"
+        if math.isnan(want) or math.isinf(want):
+            if not (math.isnan(got) if math.isnan(want) else got == want):
+                moved = "moved" if math.isinf(want) else "did not move"
+                return (f"expected {name!r}: {want} (its weights before the step are all zero and it {moved}: "
+                        f"keep what the division gives, ||after - before|| / 0), found {got!r}")
+            continue
         if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-9):
             return f"expected {name!r}: {want:.6g}, found {got:.6g}"
     return None
@@ -251,6 +273,8 @@ def _ratio_variant(how: str) -> Callable[..., Any]:
             elif how == "tensor":
                 result[name] = delta.norm() / w.norm()
                 continue
+            elif how == "epsilon":
+                value = delta.norm() / (w.norm() + 1e-12)
             else:
                 raise ValueError(how)
             result[name] = value.item()
@@ -262,7 +286,8 @@ register(Exercise(
     "14.update_ratio",
     "update_ratio(before, after) takes two {name: tensor} dicts (the weights before and after one "
     "optimizer step) and returns {name: ||after - before|| / ||before||} as Python floats, the norm "
-    "being the L2 norm of all the tensor's elements (Tensor.norm()).",
+    "being the L2 norm of all the tensor's elements (Tensor.norm()); for a `before` of all zeros keep "
+    "what the tensor division gives: inf if it moved, nan if it did not.",
     update_ratio_reference,
     _ratio_cases(),
     _ratio_verify,
@@ -282,6 +307,12 @@ register(Exercise(
                 "weights of the same size can be far apart.", _ratio_variant("norm difference")),
         Mistake("tensors, not floats", "call .item() so the log holds numbers, not tensors.",
                 _ratio_variant("tensor")),
+        Mistake("epsilon added to the norm", "a `before` of all zeros (a bias that starts at zero) has no "
+                "scale to compare with: keep what the division gives (inf if it moved, nan if not) instead of "
+                "a huge finite number from ||before|| + eps.", _ratio_variant("epsilon"),
+                detect=lambda out, a, k: isinstance(out, dict) and any(
+                    isinstance(v, float) and math.isfinite(v) and a[0][n].norm() == 0 and a[1][n].ne(0).any()
+                    for n, v in out.items() if n in a[0])),
     ],
 ))
 
@@ -305,7 +336,8 @@ def _row_cases():
             with torch.no_grad():
                 for p in layer.parameters():
                     p.copy_(torch.randn(p.shape, generator=gen))
-            optimizer = torch.optim.SGD(layer.parameters(), lr=lr)
+            optimizer = torch.optim.SGD([{"params": [layer.weight]}, {"params": [layer.bias], "lr": lr * 7}],
+                                        lr=lr)  # two groups: the first one's rate, not the last one's
             optimizer.param_groups[0]["lr"] = lr * factor  # what a scheduler leaves after its steps
             loss = layer(torch.randn(4, 3, generator=gen)).pow(2).mean()
             loss.backward()
@@ -362,6 +394,10 @@ def _row_variant(how: str) -> Callable[..., Any]:
             row["grad_norm"] = grad_norm
         elif how == "float step":
             row["step"] = float(step)
+        elif how == "last group lr":
+            row["lr"] = optimizer.param_groups[-1]["lr"]
+        elif how == "mean lr":
+            row["lr"] = sum(g["lr"] for g in optimizer.param_groups) / len(optimizer.param_groups)
         elif how == "learning_rate key":
             row["learning_rate"] = row.pop("lr")
         else:
@@ -386,6 +422,9 @@ register(Exercise(
         Mistake("lr from optimizer.defaults", "read optimizer.param_groups[0]['lr']: a scheduler changes the "
                 "rate there; optimizer.defaults keeps the value the optimizer was built with.",
                 _row_variant("defaults lr")),
+        Mistake("lr of another param group", "the log reports the first group's rate, "
+                "optimizer.param_groups[0]['lr'], not the last group's or an average over the groups.",
+                _row_variant("last group lr")),
         Mistake("gradient norm left a tensor", "clip_grad_norm_ returns a tensor: float(grad_norm) or "
                 "grad_norm.item().", _row_variant("tensor grad_norm")),
         Mistake("step as a float", "keep the step an int: int(step).", _row_variant("float step")),

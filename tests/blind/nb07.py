@@ -164,7 +164,7 @@ def param_groups(model, weight_decay):
             (no_decay if "bias" in name or isinstance(module, NORM_LAYERS) else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 ''', label="any name containing 'bias' (in_proj_bias) undecayed; the rule says the name `bias`",
-        words=("bias",), defect="wrong answer accepted: no case has a parameter whose name merely contains 'bias' (e.g. in_proj_bias)"),
+        words=("bias",)),
     Answer("07.param_groups", "fail", _NORM + '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -175,7 +175,7 @@ def param_groups(model, weight_decay):
             seen.add(id(p))
             (no_decay if name == "bias" or type(module) in NORM_LAYERS else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-''', label="type(module) in NORM_LAYERS: misses subclasses of a norm layer", words=("subclass",), defect="wrong answer accepted: no case has a subclass of a norm layer"),
+''', label="type(module) in NORM_LAYERS: misses subclasses of a norm layer", words=("subclass",)),
     Answer("07.param_groups", "fail", _NORM + '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -197,7 +197,7 @@ def param_groups(model, weight_decay):
             seen.add(id(p))
             (no_decay if name == "bias" or isinstance(module, NORM_LAYERS) else decay).append(p)
     return [{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": weight_decay}]
-''', label="groups in the other order", words=("order",), defect="wrong answer accepted: the task gives [decay, no_decay]; reversed order passes"),
+''', label="groups in the other order", words=("order",)),
     Answer("07.param_groups", "fail", '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -208,7 +208,7 @@ def param_groups(model, weight_decay):
             seen.add(id(p))
             (no_decay if name == "bias" or isinstance(module, (nn.BatchNorm2d, nn.LayerNorm)) else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-''', label="only BatchNorm2d and LayerNorm treated as norm layers", words=("type",), defect="hint names norm layer found by its name instead of an incomplete list of norm types"),
+''', label="only BatchNorm2d and LayerNorm treated as norm layers", words=("type",)),
     Answer("07.param_groups", "fail", _NORM + '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -231,7 +231,7 @@ def param_groups(model, weight_decay):
             (no_decay if name == "bias" or isinstance(module, NORM_LAYERS) else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 ''', label="forgets recurse=False: the root module claims every parameter under its dotted name",
-        words=("recurse=False",), defect="hint names biases decayed instead of the missing recurse=False (dotted names seen from the root)"),
+        words=("recurse=False",)),
     Answer("07.param_groups", "fail", _NORM + '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -268,7 +268,7 @@ def param_groups(model, weight_decay):
             (no_decay if name == "bias" or isinstance(module, NORM_LAYERS) else decay).append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return [g for g in groups if g["params"]]
-''', label="drops an empty group (model without biases or norms): not two groups", words=("two",), defect="wrong answer accepted: no case has an empty group"),
+''', label="drops an empty group (model without biases or norms): not two groups", words=("two",)),
     Answer("07.param_groups", "fail", _NORM + '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -282,7 +282,7 @@ def param_groups(model, weight_decay):
             elif p.requires_grad:
                 decay.append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-''', label="frozen check only on the decayed branch: a frozen bias/norm weight kept", words=("frozen",), defect="wrong answer accepted: no case has a frozen bias or frozen norm parameter"),
+''', label="frozen check only on the decayed branch: a frozen bias/norm weight kept", words=("frozen",)),
     Answer("07.param_groups", "fail", _NORM + '''
 def param_groups(model, weight_decay):
     decay, no_decay, seen = [], [], set()
@@ -637,7 +637,7 @@ def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta
                 model.load_state_dict(best_state)
                 return best_epoch
     return best_epoch
-''', label="restores the best weights only when patience runs out, not at max_epochs", words=("max_epochs",), defect="wrong answer accepted: no case reaches max_epochs with the best epoch before the last"),
+''', label="restores the best weights only when patience runs out, not at max_epochs", words=("max_epochs",)),
     Answer("07.early_stopping", "fail", '''
 def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta=0.0):
     import copy
@@ -653,7 +653,7 @@ def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta
                 break
     model.load_state_dict(best_state)
     return best_epoch
-''', label="calls validate twice in an improving epoch", words=("validate",), defect="wrong answer accepted: validate called twice per improving epoch is not detected"),
+''', label="calls validate twice in an improving epoch", words=("validate",)),
     Answer("07.early_stopping", "fail", '''
 def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta=0.0):
     import copy
@@ -739,7 +739,7 @@ def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta
                 break
     model.load_state_dict(best_state)
     return best_epoch
-''', label="min_delta as a relative fraction", words=("min_delta",), defect="wrong answer accepted: min_delta cases start at best_loss 1.0, where relative and absolute agree"),
+''', label="min_delta as a relative fraction", words=("min_delta",)),
     Answer("07.early_stopping", "fail", '''
 def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta=0.0):
     import copy
@@ -757,7 +757,7 @@ def early_stopping(model, train_epoch, validate, max_epochs, patience, min_delta
         best_loss = min(best_loss, val_loss)
     model.load_state_dict(best_state)
     return best_epoch
-''', label="best_loss also lowered by sub-min_delta gains (not an improvement)", words=("min_delta",), defect="wrong answer accepted: best_loss lowered by a gain smaller than min_delta is not detected"),
+''', label="best_loss also lowered by sub-min_delta gains (not an improvement)", words=("min_delta",)),
 
     # ------------------------------------------------------------------ 07.warmup_cosine: correct
     Answer("07.warmup_cosine", "ok", '''
