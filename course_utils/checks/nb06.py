@@ -800,6 +800,7 @@ register(Exercise(
                 "add up the correct predictions and the samples over all batches, then divide once.",
                 _eval_batch_mean, detect=_mean_of_batch_accuracies),
     ],
+    free_flags=("model",),  # evaluation runs in eval mode; restoring the caller's mode afterwards is fine
 ))
 
 
