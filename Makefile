@@ -93,8 +93,10 @@ NBGRADER_ARGS ?=
 nbgrader: $(INSTRUCTOR_STAMP)
 	$(BIN)/python -m tools.nbgrader_export --out $(NBGRADER_DIR) $(NBGRADER_ARGS) $(NB)
 
+# check_times first: its table (benchmarks/results/check_times.md) goes into RESULTS.md with the notebooks'.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_notebooks.py
+	status=0; $(BIN)/python benchmarks/check_times.py || status=1; \
+	$(BIN)/python benchmarks/run_notebooks.py || status=1; exit $$status
 
 # Mutation gate: every mutant of every reference solution rejected or listed as equivalent (tools/mutation.py).
 # `make mutation MUTATION_ARGS="--only 03 --jobs 2"`.

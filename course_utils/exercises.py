@@ -521,8 +521,9 @@ def _state_of(value: Any) -> Any:
         return None
 
 
-def _snapshot(value: Any, depth: int = 0) -> Any:
-    """A copy of everything in ``value`` that a function could change in place."""
+def _snapshot(value: Any, depth: int = 0, identity: bool = True) -> Any:
+    """A copy of everything in ``value`` that a function could change in place (``identity``: also which
+    objects a list holds; off inside a state_dict copy, whose objects are new at every copy)."""
     if isinstance(value, torch.Tensor):
         return ("tensor", _tensor_snapshot(value))
     if isinstance(value, nn.Module):
@@ -530,18 +531,18 @@ def _snapshot(value: Any, depth: int = 0) -> Any:
         return ("module", {name: _tensor_snapshot(t) for name, t in tensors.items()},
                 dict(tensors), _aliasing(tensors))
     if isinstance(value, _STATEFUL):
-        return ("state", _snapshot(_state_of(value)))
+        return ("state", _snapshot(_state_of(value), identity=False))
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return ("value", value)
     if depth >= _MAX_DEPTH:
         return ("opaque", None)
     if isinstance(value, dict):
         keys = list(value)[:_MAX_ITEMS]
-        return ("dict", len(value), {k: _snapshot(value[k], depth + 1) for k in keys})
+        return ("dict", len(value), {k: _snapshot(value[k], depth + 1, identity) for k in keys})
     if isinstance(value, (list, tuple)):
         kind = "tuple" if isinstance(value, tuple) else "list"
         items = list(value)[:_MAX_ITEMS]
-        return (kind, len(value), [_snapshot(v, depth + 1) for v in items], items)
+        return (kind, len(value), [_snapshot(v, depth + 1, identity) for v in items], items if identity else None)
     if isinstance(value, (set, bytearray)):
         return ("copy", copy.copy(value))
     numpy = sys.modules.get("numpy")
@@ -614,8 +615,9 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
     if kind in ("list", "tuple"):
         if len(value) != before[1]:
             return f"its length changed from {before[1]} to {len(value)}"
-        for index, (snap, original) in enumerate(zip(before[2], before[3])):
-            if value[index] is not original and snap[0] not in ("value",):
+        originals = before[3] if before[3] is not None else [None] * len(before[2])
+        for index, (snap, original) in enumerate(zip(before[2], originals)):
+            if before[3] is not None and value[index] is not original and snap[0] not in ("value",):
                 return f"[{index}]: it was replaced by another object"
             what = _changed(snap, value[index], depth + 1)
             if what is not None:
@@ -1081,7 +1083,8 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
         except _Timeout:
             return "fail", _timeout_message(ex, ex.inspect_time_limit), None
         if problem:
-            return "fail", problem, _inspected_mistake(ex, problem)
+            # an inspection that names its own hint needs no second one
+            return "fail", problem, None if "Hint (" in problem else _inspected_mistake(ex, problem)
     for number, factory in enumerate(ex.cases, start=1):
         run = _evaluate(ex, candidate, factory)
         if run.todo:

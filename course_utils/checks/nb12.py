@@ -164,8 +164,9 @@ def _parity_cases():
 
 
 #: path -> the checker's own measurement of that file: (max |onnx - eval model| over the given batches,
-#: the same over those and one more batch size), or None: a batch size is refused (static batch)
-_MEASURED: dict[str, tuple[float, float] | None] = {}
+#: the same over those and one more batch size, the same with the given batches run as one concatenated
+#: batch), or None: a batch size is refused (static batch)
+_MEASURED: dict[str, tuple[float, float, float] | None] = {}
 
 
 def _static_batch(path: str) -> bool:
@@ -175,7 +176,7 @@ def _static_batch(path: str) -> bool:
         return False
 
 
-def _measure(model: nn.Module, batches: list[torch.Tensor], path: str) -> tuple[float, float] | None:
+def _measure(model: nn.Module, batches: list[torch.Tensor], path: str) -> tuple[float, float, float] | None:
     """max |onnx - model in eval mode| over the given batches, and over those plus one more batch size
     (the candidate never runs that one: it only tests the dynamic batch dimension); None: a size is refused."""
     if path in _MEASURED:
@@ -184,7 +185,7 @@ def _measure(model: nn.Module, batches: list[torch.Tensor], path: str) -> tuple[
     session = _session(path)
     name = session.get_inputs()[0].name
     diffs: list[float] = []
-    for x in [*batches, torch.cat([batches[0], batches[0]])[:7]]:
+    for x in [*batches, torch.cat([batches[0], batches[0]])[:7], torch.cat(batches)]:
         try:
             onnx_out = session.run(None, {name: x.numpy()})[0]
         except Exception:
@@ -192,7 +193,9 @@ def _measure(model: nn.Module, batches: list[torch.Tensor], path: str) -> tuple[
             return None
         with torch.inference_mode():
             diffs.append(max_abs_diff(reference(x), onnx_out))
-    result = (max(diffs[:-1]), max(diffs))
+    # float32 rounding inside a kernel depends on the batch it runs on: running the batches one by one or
+    # as one concatenated batch are both what the task asks, and give (slightly) different maxima
+    result = (max(diffs[:-2]), max(diffs[:-1]), diffs[-1])
     _MEASURED[path] = result
     return result
 
@@ -215,7 +218,7 @@ def _parity_verify(out, ref, args, kwargs):
     if measurement is None:
         return (f"expected the exported file to accept any batch size, found one that accepts only "
                 f"batch size {batches[0].shape[0]} (the example's)")
-    measured, measured_all = measurement    # over the given batches; over those and one more size
+    measured, measured_all, concatenated = measurement  # given batches; and one more size; as one batch
     if measured_all > TOLERANCE:
         return (f"expected the exported file to match the model in eval mode, found a difference of "
                 f"{measured_all:.3g}")
@@ -224,7 +227,7 @@ def _parity_verify(out, ref, args, kwargs):
     if value > TOLERANCE:
         return (f"expected a difference below {TOLERANCE:g} (the exported file matches the model in eval "
                 f"mode to {measured:.1e}), found {value:.3g}")
-    if not _same_number(value, measured):
+    if not (_same_number(value, measured) or _same_number(value, concatenated)):
         return (f"expected the largest absolute difference over every element of every batch, "
                 f"{measured:.6g} (measured on your file with the same batches), found {value:.6g}")
     if model.training:
@@ -247,7 +250,7 @@ def _too_small(out: Any, args: tuple, kwargs: dict) -> bool:
     value, path = _number(out), args[2]
     measurement = _MEASURED.get(path)
     return value is not None and measurement is not None and value < measurement[0] and \
-        not _same_number(value, measurement[0])
+        not _same_number(value, measurement[0]) and not _same_number(value, measurement[2])
 
 
 register(Exercise(
@@ -469,7 +472,7 @@ register(Exercise(
                 "activations and BatchNorm normalises with the batch's statistics.",
                 _NO_EVAL, detect=lambda out, a, k: a[0].training),
         Mistake("gradients tracked (no inference_mode)",
-                "wrap the forward pass in `with torch.inference_mode():` (or torch.no_grad()): "
+                "wrap the forward pass in `with torch.inference_mode():`, as the task says: "
                 "no autograd graph is needed for inference.",
                 _predict_variant(grad=True),
                 detect=lambda out, a, k: isinstance(_probs_of(out), torch.Tensor) and _probs_of(out).requires_grad),

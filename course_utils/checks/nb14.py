@@ -128,8 +128,8 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
                 "which stops with an error, not parse_known_args, which ignores a misspelt option.")
     for word in ("maybe", "ture"):
         out, error = _run_quietly(candidate, ["--resume", word])
-        if error is None and out is not None:
-            got = out.get("resume") if isinstance(out, dict) else getattr(out, "resume", out)
+        got = out.get("resume") if isinstance(out, dict) else getattr(out, "resume", None)
+        if error is None and isinstance(got, bool):  # a string left unconverted is named by the cases
             return (f"`--resume {word}` was accepted (resume={got!r}): read booleans with type=parse_bool, "
                     f"which refuses anything but true/false (1/0, yes/no, on/off), so a typo stops the "
                     f"program instead of silently meaning False.")

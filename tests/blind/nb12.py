@@ -128,14 +128,14 @@ def onnx_parity(model, batches, path):
     Answer("12.onnx_parity", "fail", _parity(diff="(model(x) - torch.from_numpy(out)).abs().mean().item()"),
            label="mean absolute difference, not the largest", words=("largest",)),
     Answer("12.onnx_parity", "fail", _parity(diff="(model(x) - torch.from_numpy(out)).max().item()"),
-           label="signed difference (no abs)", words=("abs",), defect="wrong answer accepted: max of the signed difference passes (one case; its largest |diff| is positive)"),
+           label="signed difference (no abs)", words=("abs",)),
     Answer("12.onnx_parity", "fail", _parity(diff="(model(x) - torch.from_numpy(out)).abs().max()",
                                              combine="worst = torch.maximum(torch.as_tensor(worst), diff)"),
            label="returns a 0-d tensor, not a Python float", words=("float",)),
     Answer("12.onnx_parity", "fail", _parity(result="worst < 1e-4"),
            label="returns the verdict against a tolerance (a bool), not the difference", words=("float",)),
     Answer("12.onnx_parity", "fail", _parity(diff="((model(x) - torch.from_numpy(out)).abs() / model(x).abs().clamp_min(1e-12)).max().item()"),
-           label="relative difference instead of absolute", words=("absolute",), defect="wrong answer accepted: a relative difference passes"),
+           label="relative difference instead of absolute", words=("absolute",)),
     Answer("12.onnx_parity", "fail", _parity(feed="x.double().numpy()"),
            label="feeds float64 arrays to ONNX Runtime", words=("float32",)),
     Answer("12.onnx_parity", "fail", _parity(feed="x.permute(0, 2, 3, 1).numpy()"),
@@ -271,7 +271,7 @@ def predict(model, images, mean, std, classes):
            label="labels are class indices, not names", words=("name",)),
     Answer("12.predict", "fail", _predict(mode="was_training = model.training; model.eval()",
                                           result="model.train(was_training)\n    return [classes[i] for i in probs.argmax(dim=1).tolist()], probs"),
-           label="restores the model's previous (training) mode", words=("eval",), defect="wrong answer accepted: model put back in training mode after predict (task: it stays in eval mode)"),
+           label="restores the model's previous (training) mode", words=("eval",)),
     Answer("12.predict", "fail", _predict(ctx="torch.no_grad()"),
            label="torch.no_grad instead of the required torch.inference_mode", words=("inference_mode",), defect="wrong answer accepted: torch.no_grad passes where the task requires torch.inference_mode()"),
     Answer("12.predict", "fail", '''
@@ -286,7 +286,7 @@ def predict(model, images, mean, std, classes):
     with torch.inference_mode():
         probs = model(x).softmax(dim=1)
     return [classes[i] for i in probs.argmax(dim=1).tolist()], probs
-''', label="converts the caller's list elements in place", words=("images",), defect="wrong answer accepted: the caller's list of images is changed (PIL images replaced by arrays)"),
+''', label="converts the caller's list elements in place", words=("images",)),
     Answer("12.predict", "fail", _predict(wrap="if isinstance(images, np.ndarray):\n        images = [images]"),
            label="only a single numpy image is wrapped; a single PIL image is not", words=("not iterable",)),
     Answer("12.predict", "fail", _predict(prep="x = torch.stack([torch.from_numpy(a) for a in images]).permute(0, 3, 1, 2).float() / 255"),
@@ -437,7 +437,7 @@ def save_for_serving(model, path, mean, std, classes):
         if not p.is_contiguous():
             p.data = p.data.contiguous()           # fix the model so save_model is happy
     safetensors.torch.save_model(model, str(path), metadata=metadata)
-''', label="makes the model's own parameter contiguous (changes the model)", words=("model",), defect="wrong answer accepted: the model's parameter replaced by a contiguous copy (task: do not change the model)"),
+''', label="makes the model's own parameter contiguous (changes the model)", words=("model",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json, safetensors.torch

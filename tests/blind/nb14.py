@@ -131,7 +131,7 @@ def config_from_args(argv):
         return Config()'''),
            label="swallows the error and returns the defaults", words=("SystemExit",), defect="hint names parse_known_args instead of the caught SystemExit"),
     Answer("14.config_from_args", "fail", _config(kind='''(lambda s: s.lower() == "true") if isinstance(field.default, bool) else type(field.default)'''),
-           label="own boolean parser: only 'true' is True ('1', 'yes' become False)", words=("parse_bool",), defect="wrong answer accepted: no case gives a boolean as 1/yes/on/0/no/off"),
+           label="own boolean parser: only 'true' is True ('1', 'yes' become False)", words=("parse_bool",)),
     Answer("14.config_from_args", "fail", _config(parse='''args, unknown = parser.parse_known_args(argv)
     if unknown:
         print("warning: ignoring", unknown)'''),
@@ -265,9 +265,9 @@ def log_row(step, loss, optimizer, grad_norm):
     Answer("14.log_row", "fail", _row(grad="grad_norm"), label="grad_norm tensor kept", words=("grad_norm",)),
     Answer("14.log_row", "fail", _row(step="float(step)"), label="step as a float", words=("int",)),
     Answer("14.log_row", "fail", _row(lr='optimizer.param_groups[-1]["lr"]'), label="lr of the last param group",
-           words=("param_groups[0]",), defect="wrong answer accepted: no case with several param groups of different lr"),
+           words=("param_groups[0]",)),
     Answer("14.log_row", "fail", _row(lr='sum(g["lr"] for g in optimizer.param_groups) / len(optimizer.param_groups)'),
-           label="mean lr over the param groups", words=("param_groups[0]",), defect="wrong answer accepted: no case with several param groups of different lr"),
+           label="mean lr over the param groups", words=("param_groups[0]",)),
     Answer("14.log_row", "fail", '''
 def log_row(step, loss, optimizer, grad_norm):
     return {"step": int(step), "loss": loss.item(), "learning_rate": optimizer.param_groups[0]["lr"],
