@@ -706,9 +706,9 @@ def _fix_verify(out, ref, args, kwargs):
         return (f"returned loss {out:.4f}, expected {ref:.4f}: loss_fn(model(x), y) on this batch before the "
                 f"update, with the loss_fn you are given (here {loss_fn!r})")
     if _GRADS_ARRIVED.get(id(model), 1) == 0:
-        return ("no gradient reached the parameters during your step: the graph from the parameters to the loss "
-                "was never built (a forward pass under torch.no_grad(), or a detached output), so backward() "
-                "had nothing to fill in")
+        return ("no gradient reached the parameters during your step, so the update used none: is "
+                "loss.backward() called, and does the loss come from a graph through the parameters (a forward "
+                "pass under torch.no_grad(), or a detached output, builds none)?")
     expected_model, batch, optimizer_ref, loss_fn_ref = fix_train_step_inputs(*model._case_seed)
     fix_train_step_reference(expected_model, batch, optimizer_ref, loss_fn_ref)
     diff = _largest(model, expected_model)
