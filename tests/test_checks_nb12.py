@@ -311,7 +311,7 @@ def test_onnx_parity_bound_reads_the_given_batches_only() -> None:
     the given batches correctly is not compared with a difference it never measured."""
     (model, batches, path), _ = nb12._parity_cases()[0]()
     value = nb12.onnx_parity_reference(model, batches, path)   # leaves the model in eval mode
-    given, with_extra = nb12._measure(model, batches, path)
+    given, with_extra, _ = nb12._measure(model, batches, path)
     reference = copy.deepcopy(nb12._pristine(model)).eval()
     session = nb12._session(path)
     name = session.get_inputs()[0].name

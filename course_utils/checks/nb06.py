@@ -439,9 +439,6 @@ def _epoch_verify(out, ref, args, kwargs):
     if model.stale_backward:
         return ("backward() added this batch's gradients on top of older ones (the previous batch's, "
                 "or those the model arrived with): the gradients were not reset before backward()")
-    if loss_fn.graph_kept:
-        return ("the autograd graphs of earlier batches were still alive during later batches: the running "
-                "sum (or a list) holds `loss` itself, so every batch's graph stays chained to it")
     steps, batches = model.events.count("step"), model.events.count("forward")
     if model.steps_before_backward():
         return ("optimizer.step() ran before backward (loss.backward() had not filled the gradients yet), so "
@@ -467,6 +464,9 @@ def _epoch_verify(out, ref, args, kwargs):
                         f"({len(sizes)}) instead of the number of samples ({sum(sizes)}): expected {ref:.4f}")
         return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
                 f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
+    if loss_fn.graph_kept:
+        return ("the autograd graphs of earlier batches were still alive during later batches: the running "
+                "sum (or a list) holds `loss` itself, so every batch's graph stays chained to it")
     return None
 
 

@@ -126,7 +126,10 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
     if error is None and out is not None:
         return ("an unknown option (--learning-rate) was silently accepted: use parser.parse_args(argv), "
                 "which stops with an error, not parse_known_args, which ignores a misspelt option.")
-    for word in ("maybe", "ture"):
+    out, error = _run_quietly(candidate, ["--resume", "false"])
+    reads_false = error is None and (getattr(out, "resume", None) is False
+                                     or isinstance(out, dict) and out.get("resume") is False)
+    for word in ("maybe", "ture") if reads_false else ():  # type=bool is named by the cases
         out, error = _run_quietly(candidate, ["--resume", word])
         got = out.get("resume") if isinstance(out, dict) else getattr(out, "resume", None)
         if error is None and isinstance(got, bool):  # a string left unconverted is named by the cases
