@@ -365,7 +365,7 @@ def _latest_os_path(folder):
         m = re.match(r"epoch-(\d+)\.pt$", name)
         if m and int(m.group(1)) > best_n:
             best, best_n = os.path.join(folder, name), int(m.group(1))
-    return best
+    return Path(best) if best else None  # the task asks for a Path
 
 
 RIGHT = [

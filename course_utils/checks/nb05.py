@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, TensorDataset
+from torch.utils.data import (BatchSampler, DataLoader, RandomSampler, SequentialSampler, Subset,
+                              SubsetRandomSampler, TensorDataset)
 
 from course_utils.data import pad_collate
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
@@ -101,6 +102,9 @@ def _stats_verify(out, ref, args, kwargs):
         if value.shape != expected.shape:
             return (f"expected {name} of shape ({channels},) (one value per channel) for images of "
                     f"shape {tuple(images.shape)}, found shape {tuple(value.shape)}")
+    named = _stats_mistake(pair, ref, images)
+    if named:
+        return named
     problem = compare_tensors(pair[0], ref[0], atol=1e-5, name="mean")
     if problem:
         return problem
@@ -109,6 +113,25 @@ def _stats_verify(out, ref, args, kwargs):
     if compare_tensors(pair[1], biased, atol=1e-5, name="std") is None:
         return None
     return compare_tensors(pair[1], ref[1], atol=1e-5, name="std")
+
+
+def _stats_mistake(pair, ref, images: torch.Tensor) -> str | None:
+    """Name the usual wrong statistics, when the returned pair is exactly one of them."""
+    def close(a: torch.Tensor, b: torch.Tensor) -> bool:
+        return a.shape == b.shape and bool(torch.allclose(a.float(), b.float(), atol=1e-5))
+
+    stds = (ref[1], images.std(dim=(0, 2, 3), correction=0))
+    if len(images) > 1 and close(pair[0], images[0].mean(dim=(1, 2))) and not close(pair[0], ref[0]):
+        return (f"these are the statistics of the first image only: average over all {len(images)} images and "
+                f"their pixels, dim=(0, 2, 3)")
+    if close(pair[0], ref[0] / 255) and any(close(pair[1], sd / 255) for sd in stds):
+        return ("you divided by 255 again: the images are already floats in [0, 1], so their statistics are "
+                "taken as they are")
+    if close(pair[0], ref[0]) and any(close(pair[1], sd.sqrt()) for sd in stds) \
+            and not any(close(pair[1], sd) for sd in stds):
+        return ("the std you returned is the square root (sqrt, ** 0.5) of the standard deviation: "
+                "images.std(dim=(0, 2, 3)) is already the standard deviation")
+    return None
 
 
 def _is_global(out, args, kwargs) -> bool:
@@ -220,50 +243,88 @@ def _pair_of_loaders(out) -> str | None:
     return None
 
 
+def _batching(loader: DataLoader) -> tuple[Any, int | None, bool]:
+    """(sampler, batch size, drop_last) as the loader batches, also when it was given a batch_sampler."""
+    batches = loader.batch_sampler
+    if loader.batch_size is None and isinstance(batches, BatchSampler):
+        return batches.sampler, batches.batch_size, batches.drop_last
+    return loader.sampler, loader.batch_size, loader.drop_last
+
+
+def _shuffles(sampler: Any, n: int) -> bool:
+    """A sampler that draws every one of the n samples in a new random order each epoch."""
+    if isinstance(sampler, RandomSampler):
+        return not sampler.replacement and sampler.num_samples == n
+    return isinstance(sampler, SubsetRandomSampler) and sorted(sampler.indices) == list(range(n))
+
+
 def _loaders_verify(out, ref, args, kwargs):
     problem = _pair_of_loaders(out)
     if problem:
         return problem
     train_loader, val_loader = out
     train_ds, val_ds, batch_size = args
+    if train_loader.dataset is val_ds and val_loader.dataset is train_ds:
+        return "the loaders are in the wrong order: return (train_loader, val_loader), the training loader first"
+    subset = train_loader.dataset
+    if isinstance(subset, Subset) and subset.dataset is train_ds and val_loader.dataset is val_ds:
+        return (f"the training loader reads a fixed Subset of {len(subset)} of the {len(train_ds)} training samples, "
+                f"so the same samples are left out every epoch: give it train_ds itself with drop_last=True, "
+                f"which drops a different remainder each epoch")
     if train_loader.dataset is not train_ds or val_loader.dataset is not val_ds:
         return "expected the first loader to read train_ds and the second val_ds"
-    if train_loader.batch_size != batch_size:
-        return f"expected train batch_size {batch_size}, found {train_loader.batch_size}"
-    if isinstance(val_loader.sampler, RandomSampler):
+    train_sampler, train_batch, train_drop = _batching(train_loader)
+    val_sampler, val_batch, val_drop = _batching(val_loader)
+    if train_batch != batch_size:
+        return f"expected train batch_size {batch_size}, found {train_batch}"
+    if isinstance(val_sampler, (RandomSampler, SubsetRandomSampler)):
         return "the validation loader shuffles: its order changes every epoch"
-    if not isinstance(train_loader.sampler, RandomSampler):
+    try:
+        drawn = len(train_sampler)
+    except TypeError:
+        drawn = None
+    if drawn is not None and drawn != len(train_ds):
+        return (f"the training loader draws {drawn} of the {len(train_ds)} training samples per epoch: "
+                f"shuffle all of them (shuffle=True)")
+    if not _shuffles(train_sampler, len(train_ds)):
         return "the training loader reads the samples in the same order every epoch"
-    if not train_loader.drop_last:
+    if not train_drop:
         last = len(train_ds) % batch_size
         if last:  # computed, not iterated: iterating a shuffled loader would consume RNG draws
             return (f"the training loader keeps a last batch of {last} sample(s) "
                     f"({len(train_ds)} samples, batch_size {batch_size})")
-    if val_loader.batch_size is not None:  # arithmetic: iterating would draw from the global RNG
-        seen = len(val_ds) - (len(val_ds) % val_loader.batch_size if val_loader.drop_last else 0)
+    if val_batch is not None and isinstance(val_sampler, SequentialSampler):  # arithmetic: no RNG draws
+        seen = len(val_ds) - (len(val_ds) % val_batch if val_drop else 0)
     else:
         seen = sum(len(batch[0]) for batch in val_loader)
     if seen != len(val_ds):
         return f"the validation loader yields {seen} of the {len(val_ds)} validation samples"
-    if not isinstance(val_loader.sampler, SequentialSampler):
-        return f"expected the validation loader to read in order, found a {type(val_loader.sampler).__name__}"
+    if not isinstance(val_sampler, SequentialSampler):
+        return f"expected the validation loader to read in order, found a {type(val_sampler).__name__}"
     return None
 
 
+def _in_order(out, args) -> bool:
+    return _pair_of_loaders(out) is None and out[0].dataset is args[0] and out[1].dataset is args[1]
+
+
 def _val_shuffled(out, args, kwargs) -> bool:
-    return _pair_of_loaders(out) is None and isinstance(out[1].sampler, RandomSampler)
+    return _in_order(out, args) and isinstance(_batching(out[1])[0], (RandomSampler, SubsetRandomSampler))
 
 
 def _train_unshuffled(out, args, kwargs) -> bool:
-    return _pair_of_loaders(out) is None and not isinstance(out[0].sampler, RandomSampler)
+    if not _in_order(out, args):
+        return False
+    sampler = _batching(out[0])[0]
+    return isinstance(sampler, SequentialSampler)
 
 
 def _train_keeps_last(out, args, kwargs) -> bool:
-    return _pair_of_loaders(out) is None and not out[0].drop_last
+    return _in_order(out, args) and not _batching(out[0])[2]
 
 
 def _val_drops(out, args, kwargs) -> bool:
-    return _pair_of_loaders(out) is None and out[1].drop_last
+    return _in_order(out, args) and _batching(out[1])[2]
 
 
 register(Exercise(
@@ -371,6 +432,14 @@ def _pad_verify(out, ref, args, kwargs):
         return problem
     (batch,) = args
     padded, lengths, labels = out
+    if padded.dim() == 2 and padded.shape[0] == ref[0].shape[0] and padded.shape[1] == ref[0].shape[1] + 1 \
+            and torch.equal(padded[:, :-1].long(), ref[0]):
+        return (f"padded has one column too many: expected shape {tuple(ref[0].shape)}, found {tuple(padded.shape)}; "
+                f"T_max is the longest length itself, max(len(t) for t in tokens), without + 1")
+    if padded.shape == ref[0].shape and not torch.equal(padded.long(), ref[0]) \
+            and sorted(map(tuple, padded.long().tolist())) == sorted(map(tuple, ref[0].tolist())):
+        return ("the rows of padded are the right sequences in another order than the batch: keep the samples "
+                "in the order they came (the DataLoader and the labels rely on it), without sorting")
     if padded.shape != ref[0].shape:
         return (f"expected padded of shape {tuple(ref[0].shape)} = (batch, longest sequence in "
                 f"this batch), found {tuple(padded.shape)}")
@@ -396,7 +465,7 @@ def _is_fixed(out, args, kwargs) -> bool:
     if _triple(out) or out[0].dim() != 2:
         return False
     longest = max(len(s) for s, _ in args[0])
-    return out[0].shape[0] == len(args[0]) and out[0].shape[1] > longest
+    return out[0].shape[0] == len(args[0]) and out[0].shape[1] > longest + 1
 
 
 register(Exercise(

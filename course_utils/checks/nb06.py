@@ -57,6 +57,8 @@ class Placed(torch.Tensor):
             out = func(*args, **kwargs)
         placed = [a for a in _flat(args, kwargs) if isinstance(a, Placed)]
         log = next((p.log for p in placed if p.log is not None), None)
+        if log is not None:
+            log.note(name, args, kwargs)
         if name in _PLAIN or name == "__get__" or not isinstance(out, (torch.Tensor, tuple, list)):
             return out
         if name == "cpu" and isinstance(out, torch.Tensor):
@@ -75,6 +77,16 @@ class PlacementLog:
     def __init__(self) -> None:
         self.mixed = False        # a host tensor met a device tensor (e.g. labels vs predictions)
         self.unmoved_input = False  # the model received a host tensor
+        self.ops: set[str] = set()   # names of the torch functions called on the case's tensors
+        self.flat_argmax = False     # argmax without a dim
+        self.max_with_dim = False    # torch.max(t, dim): (values, indices)
+
+    def note(self, name: str, args, kwargs) -> None:
+        self.ops.add(name)
+        if name == "argmax" and len(args) == 1 and kwargs.get("dim") is None:
+            self.flat_argmax = True
+        if name == "max" and (len(args) > 1 or "dim" in kwargs):
+            self.max_with_dim = True
 
 
 def _flat(args, kwargs) -> list:
@@ -125,12 +137,15 @@ class ProbeNet(nn.Module):
         self.calls: list[tuple[bool, bool]] = []      # (training, grad enabled) per forward
         self.outputs: list[torch.Tensor] = []
         self.stale_backward = False                   # backward added to old gradients
+        self.events: list[str] = []                   # "forward", "backward", "step" in order
         self._incoming: dict[int, torch.Tensor] = {}
         for index, param in enumerate(self.parameters()):
             param.register_hook(lambda grad, i=index: self._remember(i, grad))
             param.register_post_accumulate_grad_hook(lambda p, i=index: self._compare(i, p))
 
     def _remember(self, index: int, grad: torch.Tensor) -> None:
+        if index == 0:
+            self.events.append("backward")
         self._incoming[index] = grad.detach().clone()
 
     def _compare(self, index: int, param: torch.Tensor) -> None:
@@ -140,6 +155,7 @@ class ProbeNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.calls.append((self.training, torch.is_grad_enabled()))
+        self.events.append("forward")
         if isinstance(x, Placed) and x.where == "host":
             self.log.unmoved_input = True
         h = torch.relu(self.bn(self.fc1(x)))
@@ -150,7 +166,22 @@ class ProbeNet(nn.Module):
         self.outputs.append(out.detach().as_subclass(torch.Tensor))
         return _place(out, "device", self.log)  # the model's outputs live on the device
 
+    def on_step(self, *_: Any) -> None:
+        """An optimizer step pre-hook (registered by the case factories that hand out an optimizer)."""
+        self.events.append("step")
+
+    def steps_before_backward(self) -> int:
+        """Steps taken after a forward pass whose backward had not run yet."""
+        count, last = 0, ""
+        for event in self.events:
+            if event == "step" and last == "forward":
+                count += 1
+            elif event != "step":
+                last = event
+        return count
+
     def forget(self) -> None:
+        self.events.clear()
         self.calls.clear()
         self.outputs.clear()
         self.stale_backward = False
@@ -378,6 +409,7 @@ def _epoch_cases():
         model.initial = [p.detach().clone() for p in model.parameters()]
         loader = _loader(x, y, batch_size, model.log)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        optimizer.register_step_pre_hook(model.on_step)
         return (model, loader, RecordingCrossEntropy(), optimizer, device), {}
     # case 3 starts with stale gradients in .grad; the last case has a short last batch (16, 16, 3):
     # there the mean of the batch means is wrong
@@ -407,11 +439,29 @@ def _epoch_verify(out, ref, args, kwargs):
     if model.stale_backward:
         return ("backward() added this batch's gradients on top of older ones (the previous batch's, "
                 "or those the model arrived with): the gradients were not reset before backward()")
+    steps, batches = model.events.count("step"), model.events.count("forward")
+    if model.steps_before_backward():
+        return ("optimizer.step() ran before backward (loss.backward() had not filled the gradients yet), so "
+                "the parameters never changed: per batch, zero_grad, forward, loss, backward, then step")
+    if steps == 0:
+        return "the parameters never changed: optimizer.step() was never called"
     if _params_unchanged(model):
-        return ("the parameters never changed: no update happened (is optimizer.step() missing, or "
-                "are the gradients cleared between backward() and step()?)")
+        return ("the parameters never changed although optimizer.step() ran: the gradients were "
+                "cleared between backward() and step()")
+    if steps != batches:
+        return (f"optimizer.step() ran {steps} time(s) for {batches} batches: take one step for every batch, "
+                f"right after its loss.backward()")
     if abs(float(out) - ref) > 1e-4 * max(1.0, abs(ref)):
         sizes = _batch_sizes(loader)
+        values = loss_fn.values
+        if len(values) == len(sizes):
+            weighted = sum(v * n for v, n in zip(values, sizes))
+            if _close(float(out), weighted):
+                return (f"you returned the sum of the per-sample losses over the epoch ({weighted:.4f}): "
+                        f"divide it by the number of samples ({sum(sizes)}) to get the mean, {ref:.4f}")
+            if len(set(sizes)) == 1 and _close(float(out), weighted / len(sizes)):
+                return (f"you divided the sum of loss.item() * len(y) by the number of batches "
+                        f"({len(sizes)}) instead of the number of samples ({sum(sizes)}): expected {ref:.4f}")
         return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
                 f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
     if loss_fn.graph_kept:
@@ -468,7 +518,9 @@ register(Exercise(
         Mistake("zero_grad between backward and step",
                 "clear the gradients at the start of each step, before the forward pass: zero_grad() "
                 "after backward() wipes the gradients the step needs, so nothing is learned.",
-                _epoch_zero_after_backward, detect=lambda out, a, k: _params_unchanged(a[0])),
+                _epoch_zero_after_backward,
+                detect=lambda out, a, k: _params_unchanged(a[0]) and "step" in a[0].events
+                and not a[0].steps_before_backward()),
         Mistake("training under torch.no_grad()",
                 "no_grad/inference_mode is for evaluation: under it no graph is built and backward() "
                 "has nothing to differentiate. Train with gradients enabled.",
@@ -635,7 +687,48 @@ def _eval_verify(out, ref, args, kwargs):
         return "the forward passes ran with gradient tracking on: autograd recorded a graph for nothing"
     if abs(float(out) - ref) > 1e-6:
         n = len(loader.dataset)
+        named = _accuracy_mistake(out, ref, model, loader)
+        if named:
+            return named
         return f"expected accuracy {ref:.4f} ({round(ref * n)} of {n} correct), found {float(out):.4g}"
+    return None
+
+
+def _accuracy_mistake(out, ref: float, model: ProbeNet, loader) -> str | None:
+    """Name the usual ways of counting wrongly, when the output is what that way gives."""
+    n = len(loader.dataset)
+    labels = [y for _, y in loader.plain_batches()]
+    outputs = model.outputs
+    expected = f"expected {ref:.4f} ({round(ref * n)} of {n} correct)"
+    if _is_number(out) and out == round(ref * n) and ref < 1:
+        return (f"you returned the number of correct predictions ({out}): divide it by the number of "
+                f"samples, correct / total: {expected}")
+    if isinstance(out, int) and out == round(ref * n) // n:
+        return (f"you returned the int {out}: `correct // total` is integer division and rounds down; "
+                f"use `correct / total`: {expected}")
+    if len(outputs) != len(labels):
+        if len(outputs) == 1 and len(labels) > 1 and abs(out - float((outputs[0].argmax(dim=1) == labels[0])
+                                                                     .float().mean())) < 1e-6:
+            return (f"only the first batch was evaluated ({len(labels[0])} of {n} samples): loop over the whole "
+                    f"loader: {expected}")
+        return None
+
+    def accuracy(predict) -> float:
+        return sum(int((predict(o) == y).sum()) for o, y in zip(outputs, labels)) / n
+
+    if model.log.max_with_dim and abs(out - accuracy(lambda o: o.max(dim=1).values)) < 1e-6:
+        return (f"you compared the largest logits (the values of torch.max) with the labels: the predicted "
+                f"class is the index, torch.max(logits, dim=1).indices or logits.argmax(dim=1): {expected}")
+    if model.log.flat_argmax and abs(out - accuracy(lambda o: o.argmax())) < 1e-6:
+        return (f"argmax() without a dim returns one index into the flattened [batch, classes] tensor: use "
+                f"argmax(dim=1), one class per sample: {expected}")
+    if abs(out - accuracy(lambda o: o.argmax(dim=1, keepdim=True))) < 1e-6:
+        return (f"your predictions have shape [batch, 1] (keepdim=True) and the labels [batch]: `pred == y` "
+                f"broadcasts to [batch, batch] and counts far too many matches ({out:.4g}); use "
+                f"argmax(dim=1) without keepdim: {expected}")
+    if "sigmoid" in model.log.ops:
+        return (f"a sigmoid with a threshold decides yes/no per class; with {N_CLASSES} classes the "
+                f"predicted class is logits.argmax(dim=1): {expected}")
     return None
 
 
@@ -654,7 +747,14 @@ def _mean_of_batch_accuracies(out, args, kwargs) -> bool:
 
 
 def _percent_or_tensor(out, args, kwargs) -> bool:
-    return isinstance(out, torch.Tensor) or (_is_number(out) and out > 1)
+    if isinstance(out, torch.Tensor):
+        return True
+    model, loader = args[0], args[1]
+    labels = [y for _, y in loader.plain_batches()]
+    if not _is_number(out) or len(labels) != len(model.outputs):
+        return False
+    ref = sum(int((o.argmax(dim=1) == y).sum()) for o, y in zip(model.outputs, labels)) / len(loader.dataset)
+    return abs(out - 100 * ref) < 1e-6
 
 
 register(Exercise(
@@ -700,7 +800,7 @@ register(Exercise(
                 "add up the correct predictions and the samples over all batches, then divide once.",
                 _eval_batch_mean, detect=_mean_of_batch_accuracies),
     ],
-    free_flags=("model",),  # the task does not say which mode the model is left in
+    free_flags=("model",),  # evaluation runs in eval mode; restoring the caller's mode afterwards is fine
 ))
 
 
@@ -756,34 +856,110 @@ def _clip_tensor(model, loss_fn, x, y, optimizer, max_norm):
     return total_norm
 
 
-def _clip_setup(seed: int, stale: bool = True):
+def _clip_setup(seed: int, stale: bool = True, groups: bool = False):
     x, y = _classification_data(seed + 20, 8)
     model = ProbeNet(seed)
     model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    if groups:  # two parameter groups: the first layer learns more slowly
+        rest = [p for name, p in model.named_parameters() if not name.startswith("fc1.")]
+        optimizer = torch.optim.SGD([{"params": list(model.fc1.parameters()), "lr": 0.2},
+                                     {"params": rest}], lr=0.5)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     for param in model.parameters():  # left over from the previous step (or None, after zero_grad())
         param.grad = torch.full_like(param, 0.3) if stale else None
     return model, nn.CrossEntropyLoss(), x, y, optimizer
 
 
 def _clip_cases():
-    def make(seed: int, max_norm: float, stale: bool = True):
-        twin = _clip_setup(seed, stale)
+    def make(seed: int, max_norm: float, stale: bool = True, groups: bool = False):
+        twin = _clip_setup(seed, stale, groups)
         clipped_step_reference(*twin, max_norm)
-        unclipped = _clip_setup(seed, stale)
+        unclipped = _clip_setup(seed, stale, groups)
         clipped_step_reference(*unclipped, float("inf"))
-        model, loss_fn, x, y, optimizer = _clip_setup(seed, stale)
+        model, loss_fn, x, y, optimizer = _clip_setup(seed, stale, groups)
         model.expected_params = [p.detach().clone() for p in twin[0].parameters()]
+        model.clipped_grads = [p.grad.detach().clone() for p in twin[0].parameters()]
         model.unclipped_params = [p.detach().clone() for p in unclipped[0].parameters()]
+        model.raw_grads = [p.grad.detach().clone() for p in unclipped[0].parameters()]
         model.initial_params = [p.detach().clone() for p in model.parameters()]
+        lr_of = {id(p): group["lr"] for group in optimizer.param_groups for p in group["params"]}
+        model.lrs = [lr_of[id(p)] for p in model.parameters()]
+        model.group0 = [i for i, p in enumerate(model.parameters())
+                        if any(p is q for q in optimizer.param_groups[0]["params"])]
         return (model, loss_fn, x, y, optimizer, max_norm), {}
-    # case 4: .grad is None (as after zero_grad()) and the norm is below max_norm: nothing to clip
-    return [lambda: make(0, 0.5), lambda: make(1, 0.25), lambda: make(2, 0.4),
-            lambda: make(3, 100.0, stale=False)]
+    # case 1: some gradient components exceed max_norm (clip_grad_value_ changes them);
+    # case 4: .grad is None (as after zero_grad()) and the norm is below max_norm: nothing to clip;
+    # case 5: two parameter groups
+    return [lambda: make(1, 0.25), lambda: make(0, 0.5), lambda: make(2, 0.4),
+            lambda: make(3, 100.0, stale=False), lambda: make(4, 0.3, groups=True)]
 
 
 def _largest_difference(params, expected) -> float:
     return max(float((p.detach() - e).abs().max()) for p, e in zip(params, expected))
+
+
+def _stepped_with(model, grads) -> list[torch.Tensor]:
+    """The parameters after one plain SGD step that used ``grads``."""
+    return [p0 - lr * g for p0, lr, g in zip(model.initial_params, model.lrs, grads)]
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-4 * max(1.0, abs(b))
+
+
+def _norm_mistake(out: float, ref: float, model, max_norm: float) -> str | None:
+    """Name the norm the learner computed, when it is one of the usual wrong ones."""
+    raw = model.raw_grads
+    norms = [float(g.norm()) for g in raw]
+    if out == 0 and ref > 0 and _largest_difference(model.parameters(), model.initial_params) == 0:
+        return (f"you returned a norm of 0 and the parameters did not change: the gradients were cleared "
+                f"(zero_grad) after backward(), before measuring and clipping them; the norm before "
+                f"clipping is {ref:.4f}")
+    if _close(out, ref ** 2):
+        return (f"you returned the squared norm ({ref:.4f}² = {out:.4f}): return the total norm "
+                f"clip_grad_norm_ gives back, {ref:.4f}")
+    if _close(out, sum(norms)):
+        return (f"you returned the sum of the per-parameter norms ({out:.4f}); the total norm is the L2 norm "
+                f"of all gradients together, sqrt(sum of squared norms) = {ref:.4f}, as clip_grad_norm_ returns")
+    if _close(out, sum(float(g.abs().sum()) for g in raw)):
+        return (f"you returned the L1 norm (norm_type=1), {out:.4f}: use the default norm_type=2, the total "
+                f"L2 norm {ref:.4f}")
+    if len(model.group0) < len(raw) and _close(out, float(torch.stack([raw[i].norm() for i in model.group0]).norm())):
+        return (f"you returned the norm of optimizer.param_groups[0] only ({out:.4f}); this optimizer has "
+                f"several param groups: clip model.parameters() (all of them), total norm {ref:.4f}")
+    if _close(out, max(norms)):
+        return (f"you returned the largest norm of a single parameter ({out:.4f}): clipping each parameter "
+                f"separately is not clipping the total norm; pass all parameters to one "
+                f"clip_grad_norm_ call, total norm {ref:.4f}")
+    return None
+
+
+def _update_mistake(model, ref: float, max_norm: float) -> str | None:
+    """Name the gradients the update used, when they are one of the usual wrong ones."""
+    params = list(model.parameters())
+    raw = model.raw_grads
+    if _largest_difference(params, _stepped_with(model, [g.clamp(-max_norm, max_norm) for g in raw])) < 1e-5 \
+            and _largest_difference(params, model.unclipped_params) > 1e-5:
+        return (f"the update used gradients clamped element by element to ±{max_norm:g} (clip_grad_value_): "
+                f"the task clips the total norm, with clip_grad_norm_(model.parameters(), max_norm)")
+    if _largest_difference(params, model.unclipped_params) < 1e-6:
+        grads = [p.grad for p in params]
+        if all(g is not None for g in grads) and _largest_difference(grads, raw) < 1e-6:
+            return (f"nothing was clipped: the step used the unclipped gradients (total norm {ref:.4f} > "
+                    f"max_norm = {max_norm:g}) and .grad still holds them. If you stored "
+                    f"`params = model.parameters()`, it is a generator: the first function that reads it "
+                    f"uses it up, and clip_grad_norm_ then gets no parameters; use list(model.parameters())")
+        return None
+    # one common factor on every gradient: clipped, but to another norm than max_norm
+    diffs = [(p0 - p.detach()) / lr for p, p0, lr in zip(params, model.initial_params, model.lrs)]
+    flat_d = torch.cat([d.flatten() for d in diffs])
+    flat_g = torch.cat([g.flatten() for g in raw])
+    scale = float(flat_d @ flat_g / (flat_g @ flat_g))
+    if 0 < scale < 1 and float((flat_d - scale * flat_g).abs().max()) < 1e-5:
+        return (f"the update used gradients clipped to a total norm of {scale * ref:.4f}, not to "
+                f"max_norm={max_norm:g}: pass the max_norm argument to clip_grad_norm_ (no fixed number)")
+    return None
 
 
 def _clip_verify(out, ref, args, kwargs):
@@ -793,6 +969,9 @@ def _clip_verify(out, ref, args, kwargs):
     if model.stale_backward:
         return "backward() added the new gradients on top of the previous step's stale ones"
     if abs(float(out) - ref) > 1e-4 * max(1.0, ref):
+        named = _norm_mistake(float(out), ref, model, max_norm)
+        if named:
+            return named
         return f"expected the total gradient norm before clipping, {ref:.4f}, found {float(out):.4f}"
     difference = _largest_difference(model.parameters(), model.expected_params)
     if difference > 1e-5 and _largest_difference(model.parameters(), model.initial_params) == 0:
@@ -801,14 +980,21 @@ def _clip_verify(out, ref, args, kwargs):
         return (f"the total norm {ref:.4f} is below max_norm = {max_norm:g}, so the gradients must be "
                 f"used as they are, but your update differs (largest difference {difference:.3g})")
     if difference > 1e-5:
+        named = _update_mistake(model, ref, max_norm)
+        if named:
+            return named
         return (f"the norm is right but the parameters after the step differ from a step with "
                 f"clipped gradients (largest difference {difference:.3g})")
     return None
 
 
 def _updated_unclipped(out, args, kwargs) -> bool:
+    """The step used the unclipped gradients, and the gradients were clipped afterwards."""
     model = args[0]
-    return _largest_difference(model.parameters(), model.unclipped_params) < 1e-6
+    if _largest_difference(model.parameters(), model.unclipped_params) >= 1e-6:
+        return False
+    grads = [p.grad for p in model.parameters()]
+    return all(g is not None for g in grads) and _largest_difference(grads, model.clipped_grads) < 1e-6
 
 
 register(Exercise(
@@ -836,8 +1022,8 @@ register(Exercise(
                 "clip_grad_norm_ works on the .grad fields: it must run after loss.backward() "
                 "has filled them (and before optimizer.step()).",
                 _clip_before_backward,
-                detect=lambda out, a, k: _is_number(out) and _updated_unclipped(out, a, k)
-                and abs(out) < 1e-12),
+                detect=lambda out, a, k: _is_number(out) and abs(out) < 1e-12
+                and _largest_difference(a[0].parameters(), a[0].unclipped_params) < 1e-6),
         Mistake("clips after optimizer.step()",
                 "once step() ran, the update used the unclipped gradients; clip between "
                 "loss.backward() and optimizer.step().",

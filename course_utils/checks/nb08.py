@@ -11,6 +11,7 @@ mistake is visible without a GPU.
 
 from __future__ import annotations
 
+import copy
 import gc
 import math
 import weakref
@@ -157,14 +158,39 @@ def _tm_verify(out, ref, args, kwargs):
             return problem
     model, optimizer, dtype = args
     where = _tm_describe(model, optimizer, dtype)
-    for key in ("params", "grads"):
+    size = torch.tensor([], dtype=dtype).element_size()
+    for key in ("params", "grads", "optimizer_state"):
         if out[key] != ref[key]:
-            return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}"
+            named = _tm_unit_mistake(out[key], ref[key], size)
+            if named:
+                return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}: {named}"
+            if key != "optimizer_state":
+                return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}"
     state = out["optimizer_state"]
     if state != ref["optimizer_state"]:
+        n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
         if optimizer in ("adam", "adamw") and state == ref["optimizer_state"] + _tm_step_bytes(model):
-            return None  # counting Adam's 4-byte `step` tensors too is also right
+            return (f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}: you "
+                    f"counted Adam's `step` counters too (4 bytes per parameter tensor); the task leaves them out")
+        if state == ref["optimizer_state"] + n_train * size:
+            return (f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}: one copy "
+                    f"of the trainable parameters too many ({_COPIES[optimizer]} for {optimizer!r}); the gradients "
+                    f"are counted under 'grads', not as optimizer state")
         return f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}"
+    return None
+
+
+def _tm_unit_mistake(value: Any, expected: int, size: int) -> str | None:
+    """Name a count in the wrong unit (elements, MiB, bits) when the value is exactly that."""
+    if expected == 0:
+        return None
+    if size != 1 and value * size == expected:
+        return f"that is the element count: multiply by the bytes per element ({size} for this dtype)"
+    if math.isclose(value, expected / 2**20, rel_tol=1e-9) and value != expected:
+        return "that is MiB (bytes / 2**20): return bytes, as a Python int"
+    if value == expected * 8:
+        return ("that counts bits per element (torch.finfo(dtype).bits): bytes per element is "
+                "torch.tensor([], dtype=dtype).element_size() or dtype.itemsize")
     return None
 
 
@@ -428,14 +454,90 @@ def _sab_cases():
     return [mlp, square, cnn, views, kept]
 
 
+def _hooks_left_active() -> bool:
+    """True when saved-tensor hooks are still installed (entered without `with`); removes them."""
+    autograd = torch._C._autograd
+    left = False
+    while autograd._top_saved_tensors_default_hooks(False) is not None:
+        autograd._pop_saved_tensors_default_hooks()
+        left = True
+    return left
+
+
+def _sab_alternatives(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
+    """What the usual wrong ways of counting give on this case (run on a copy of the model)."""
+    model = copy.deepcopy(model)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    x_ptr = x.untyped_storage().data_ptr()
+    saves: list[tuple[int, int, int, int, bool]] = []  # storage ptr, storage bytes, data_ptr, numel, float
+    keep: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            saves.append((storage.data_ptr(), storage.nbytes(), t.data_ptr(), t.numel(), t.is_floating_point()))
+        keep.append(t.detach())
+        return keep[-1]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        output = model(x)
+    by_storage = {ptr: size for ptr, size, _, _, _ in saves}
+    by_data_ptr = {dptr: size for _, size, dptr, _, _ in saves}
+    four: dict[int, int] = {}
+    for ptr, _, _, numel, _ in saves:
+        four[ptr] = 4 * numel
+    total = sum(by_storage.values())
+    return {"offset": sum(by_data_ptr.values()),
+            "input x": total - by_storage.get(x_ptr, 0),
+            "int64": sum({ptr: size for ptr, size, _, _, f in saves if f}.values()),
+            "4 bytes": sum(four.values()),
+            "output": total + output.untyped_storage().nbytes(),
+            "number of storages": len(by_storage)}
+
+
+_SAB_NAMES = {
+    "offset": ("you told storages apart by t.data_ptr(): a view that starts at an offset has another data_ptr "
+               "but the same storage, counted again; key by t.untyped_storage().data_ptr()"),
+    "input x": "the input x is saved for backward too (the first layer needs it): count its storage as well",
+    "int64": ("you counted only floating-point saves: integer ones count too (max-pool saves int64 indices, "
+              "8 bytes each)"),
+    "4 bytes": ("you assumed 4 bytes per element and counted elements: use the storage's own size, "
+                "t.untyped_storage().nbytes() (int64 indices take 8 bytes, a view's storage is larger than the view)"),
+    "output": "you added the output's storage: count only what autograd saves for backward",
+    "number of storages": "you returned the number of storages, not their bytes: add up storage.nbytes()",
+}
+
+
 def _sab_verify(out, ref, args, kwargs):
+    if _hooks_left_active():
+        return ("your saved-tensor hook was left active after the function returned (entered with __enter__ "
+                "and never left), so it keeps packing every tensor autograd saves in the session: use "
+                "`with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`")
     problem = _number_problem(out, "the byte count")
     if problem:
         return problem
     if out != ref:
         model, x = args
-        return (f"for input of shape {tuple(x.shape)} through {len(list(model.children()))} layers "
-                f"expected {ref:,} bytes saved for backward, found {out:,}")
+        where = (f"for input of shape {tuple(x.shape)} through {len(list(model.children()))} layers "
+                 f"expected {ref:,} bytes saved for backward, found {out:,}")
+        if ref and math.isclose(out, ref / 2**20, rel_tol=1e-9):
+            return f"{where}: that is MiB (bytes / 2**20); return bytes, as a Python int"
+        try:
+            alternatives = _sab_alternatives(model, x)
+        except Exception:  # noqa: BLE001 - a fingerprint only
+            alternatives = {}
+        named = [key for key, value in alternatives.items() if value == out and value != ref]
+        if len(named) == 1:
+            return f"{where}: {_SAB_NAMES[named[0]]}"
+        if len(x) > 1:
+            try:
+                one = saved_activation_bytes_reference(copy.deepcopy(model), x[:1])
+            except Exception:  # noqa: BLE001
+                one = None
+            if one is not None and out == one:
+                return (f"{where}: that is what one sample saves; measure the whole batch x, as given "
+                        f"(activations grow with the batch size)")
+        return where
     if _graph_kept_alive(args[0]):
         return ("the count is right, but the layer outputs were still alive after your function "
                 "returned: the forward graph was never freed")
@@ -514,7 +616,17 @@ class SpyScaler(torch.amp.GradScaler):
 
     def step(self, optimizer, *args, **kwargs):  # type: ignore[override]
         self.calls.append("step")
-        return super().step(optimizer, *args, **kwargs)
+        self.inside_step = True
+        try:
+            return super().step(optimizer, *args, **kwargs)
+        finally:
+            self.inside_step = False
+
+    def watch(self, optimizer: torch.optim.Optimizer) -> None:
+        """Record a direct optimizer.step() (one not made by scaler.step) as "optimizer.step"."""
+        self.inside_step = False
+        optimizer.register_step_pre_hook(
+            lambda *_: None if self.inside_step else self.calls.append("optimizer.step"))
 
     def update(self, new_scale=None) -> None:  # type: ignore[override]
         self.calls.append("update")
@@ -522,6 +634,30 @@ class SpyScaler(torch.amp.GradScaler):
             raise RuntimeError("scaler.update() ran before any scaler.step(optimizer) (the scaler has no "
                                "inf check to update from)")
         super().update(new_scale)
+
+
+class _RecordingMSE(nn.MSELoss):
+    """MSELoss that records whether it ran under autocast (the task puts the loss inside it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.autocast_seen: list[bool] = []
+
+    def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        self.autocast_seen.append(torch.is_autocast_enabled(input.device.type))
+        return super().forward(input, target)
+
+
+class _RecordingCE(nn.CrossEntropyLoss):
+    """CrossEntropyLoss that records whether it ran under autocast."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.autocast_seen: list[bool] = []
+
+    def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        self.autocast_seen.append(torch.is_autocast_enabled(input.device.type))
+        return super().forward(input, target)
 
 
 class _AutocastRecorder(nn.Module):
@@ -547,30 +683,32 @@ def _amp_build(recipe: str, device_type: str = "cpu") -> tuple:
     if recipe == "regression":
         model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
         x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
-        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        loss_fn, optimizer = _RecordingMSE(), torch.optim.SGD(model.parameters(), lr=0.1)
         scale = 2.0 ** 10
     elif recipe == "classification":
         model = _AutocastRecorder(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
         x, y = torch.randn(24, 8, generator=gen), torch.randint(0, 4, (24,), generator=gen)
-        loss_fn, optimizer = nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2)
+        loss_fn, optimizer = _RecordingCE(), torch.optim.Adam(model.parameters(), lr=1e-2)
         scale = 2.0 ** 12
     elif recipe == "overflow":  # the scaled loss overflows: the step must be skipped, the scale halved
         model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
         x, y = torch.randn(32, 6, generator=gen), 10 * torch.randn(32, 1, generator=gen)
-        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        loss_fn, optimizer = _RecordingMSE(), torch.optim.SGD(model.parameters(), lr=0.1)
         scale = 2.0 ** 126
     elif recipe in ("stale", "stale_inf"):
         # the previous step's gradients were never cleared: scaled ones, or the inf ones an
         # overflowed step leaves behind (scaler.step skipped it, .grad still holds inf)
         model = _AutocastRecorder(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1)))
         x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
-        loss_fn, optimizer = nn.MSELoss(), torch.optim.SGD(model.parameters(), lr=0.1)
+        loss_fn, optimizer = _RecordingMSE(), torch.optim.SGD(model.parameters(), lr=0.1)
         scale = 2.0 ** 10
         for p in model.parameters():
             p.grad = torch.full_like(p, float("inf") if recipe == "stale_inf" else scale)
     else:
         raise ValueError(recipe)
-    return model, x, y, loss_fn, optimizer, SpyScaler(recipe, scale), device_type
+    scaler = SpyScaler(recipe, scale)
+    scaler.watch(optimizer)
+    return model, x, y, loss_fn, optimizer, scaler, device_type
 
 
 def amp_train_step_reference(model, x, y, loss_fn, optimizer, scaler, device_type) -> float:
@@ -632,10 +770,17 @@ def _amp_verify(out, ref, args, kwargs):
         return (f"with device_type='cpu' your forward ran under autocast with {used}; the task says "
                 f"bfloat16 on 'cpu' (float16 is for 'cuda'): choose the dtype from device_type")
     calls = scaler.calls
+    if getattr(loss_fn, "autocast_seen", None) and not any(loss_fn.autocast_seen):
+        return ("the loss was computed outside autocast: compute loss_fn(model(x), y) inside the "
+                "`with torch.autocast(...)` block too, where autocast runs it in float32")
     if "scale" not in calls:
         return "scaler.scale(loss) was never called, so backward ran on the unscaled loss"
     if "step" not in calls:
         return "scaler.step(optimizer) was never called, so nothing unscaled the gradients or checked them for inf"
+    if "optimizer.step" in calls:
+        return ("optimizer.step() was called directly as well as scaler.step(optimizer): scaler.step calls "
+                "optimizer.step() itself (after unscaling, and only when no gradient overflowed); the extra "
+                "call applies the scaled gradients. Remove optimizer.step()")
     expected = _amp_expected(scaler.recipe)
     if "update" not in calls:
         return (f"scaler.update() was never called: the loss scale stayed {scaler.get_scale():g}, "

@@ -95,9 +95,30 @@ def _recording(sync: Callable[[Any], None]) -> Callable[[Any], None]:
     return recorded
 
 
+#: (src, dst) of every os.rename (not os.replace) while a case watches: os.rename fails on Windows
+#: when dst exists, so it cannot replace a checkpoint there (both raise the same audit event)
+_PLAIN_RENAMES: list[tuple[str, str]] = []
+
+
+def _recording_rename(rename: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(rename)
+    def recorded(src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+        result = rename(src, dst, *args, **kwargs)
+        if _RENAMES:
+            try:
+                _PLAIN_RENAMES.append(tuple(os.path.realpath(os.fsdecode(os.fspath(a))) for a in (src, dst)))
+            except Exception:  # noqa: BLE001 - recording must never change what the call does
+                pass
+        return result
+    recorded.__wrapped_rename__ = rename  # type: ignore[attr-defined]
+    return recorded
+
+
 def _install_hook() -> None:
     if not _HOOKED:
         sys.addaudithook(_audit)
+        if not hasattr(os.rename, "__wrapped_rename__"):
+            os.rename = _recording_rename(os.rename)
         for name in ("fsync", "fdatasync"):
             if hasattr(os, name) and not hasattr(getattr(os, name), "__wrapped_sync__"):
                 setattr(os, name, _recording(getattr(os, name)))
@@ -186,6 +207,23 @@ def _save_variant(drop: str = "", rng: Callable[[Any], Any] | None = None, write
     return save
 
 
+def _save_float_metric(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    return save_checkpoint_reference(path, model, optimizer, scheduler, generator, epoch, step, float(best_metric))
+
+
+def _save_with_rename(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
+    path = Path(path)
+    checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                  "best_metric": best_metric, "rng": capture_rng_state(generator)}
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(checkpoint, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+
+
 def _save_str_as_path(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
     checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                   "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
@@ -210,7 +248,7 @@ def _save_path_plus_str(path, model, optimizer, scheduler, generator, epoch, ste
     os.replace(tmp, path)
 
 
-def _save_case(seed: int, epochs_done: int, as_str: bool = False):
+def _save_case(seed: int, epochs_done: int, as_str: bool = False, no_metric: bool = False):
     def factory():
         _install_hook()
         folder = _case_dir() / "checkpoints"
@@ -223,7 +261,8 @@ def _save_case(seed: int, epochs_done: int, as_str: bool = False):
         train(run, epochs_done)
         _CASE_INFO[str(path)] = (seed, epochs_done)
         return ((given, run.model, run.optimizer, run.scheduler, run.generator),
-                {"epoch": run.epoch, "step": run.step, "best_metric": round(0.9 / (1 + epochs_done), 4)})
+                {"epoch": run.epoch, "step": run.step,
+                 "best_metric": None if no_metric else round(0.9 / (1 + epochs_done), 4)})
     return factory
 
 
@@ -274,6 +313,10 @@ def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, 
     if not arrived:
         return "atomic", (f"non-atomic write: nothing was os.replace()-d onto {path.name}, so the previous "
                           f"checkpoint was overwritten in place; a crash mid-write leaves a truncated file")
+    if any(dst == real for _, dst in _PLAIN_RENAMES):
+        return "rename", (f"your temp file reached {path.name} through os.rename (or Path.rename): on Windows that "
+                          f"fails when {path.name} already exists; use os.replace(tmp, path), which replaces "
+                          f"it atomically everywhere")
     if os.path.dirname(arrived[-1]) != os.path.dirname(real):
         return "tmp_folder", (f"your temp file was in {os.path.dirname(arrived[-1])}, not next to {path.name}: "
                               f"os.replace is only atomic within one filesystem (and fails across them)")
@@ -306,7 +349,8 @@ register(Exercise(
     "os.fsync()-ed, then os.replace) "
     "to `path` (a str or a Path); it returns nothing.",
     save_checkpoint_reference,
-    [_save_case(0, 2), _save_case(1, 1, as_str=True), _save_case(2, 2)],
+    # case 3: no metric yet (best_metric=None), as the lesson's first save passes it
+    [_save_case(0, 2), _save_case(1, 1, as_str=True), _save_case(2, 2, no_metric=True)],
     _save_verify,
     [
         Mistake("Path + str for the temp name",
@@ -346,6 +390,13 @@ register(Exercise(
                 "os.replace is atomic, but without os.fsync the rename can reach the disk before the data: "
                 "inside the `with open(tmp, 'wb') as f:` block call f.flush() and os.fsync(f.fileno()).",
                 _save_variant(write="no fsync"), detect=_code_is("save", "fsync")),
+        Mistake("best_metric converted (None crashes)",
+                "best_metric is None until the first validation: store it as it is, without float(...).",
+                _save_float_metric, error_match="not 'NoneType'"),
+        Mistake("os.rename instead of os.replace",
+                "os.rename refuses to overwrite an existing file on Windows: os.replace(tmp, path) "
+                "replaces it atomically on every system.",
+                _save_with_rename, detect=_code_is("save", "rename")),
         Mistake("stores objects instead of state_dicts",
                 "save optimizer.state_dict(), not the optimizer object: weights_only=True loading "
                 "accepts tensors, numbers, strings and containers only.",
@@ -439,6 +490,8 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     seed, done = _CASE_INFO[str(path)]
     run = _fresh_run(seed)
     record: list[str] = []
+    params_before = list(run.model.parameters())
+    flags_before = [m.training for m in run.model.modules()]
     _FIND_CLASS.append(record)
     map_location = _map_location(_MAP_KIND[str(path)])
     try:  # run the learner's loader again on fresh objects, then look at everything at once
@@ -447,6 +500,15 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     finally:
         _FIND_CLASS.remove(record)
     rng_now = capture_rng_state(run.generator)
+    flags_now = [m.training for m in run.model.modules()]
+    if flags_now != flags_before:
+        now = "eval" if not run.model.training else "another"
+        return "mode", (f"your loader left the model in {now} mode (it came in train mode): loading a "
+                        f"checkpoint must not switch train/eval, training resumes right after it")
+    if any(p is not q for p, q in zip(run.model.parameters(), params_before)):
+        return "assign", ("after loading, the model holds new parameter tensors (load_state_dict(..., "
+                          "assign=True)), while the optimizer still updates the old ones: load without "
+                          "assign, so the values are copied into the existing parameters")
     if isinstance(map_location, RecordingMap) and not map_location.locations:
         return "map_location", ("the case passed map_location=<a function> and torch.load never called it: "
                                 "pass the map_location argument on, torch.load(path, map_location=map_location, "
@@ -559,6 +621,7 @@ def _latest_case(files: list[tuple[str, int]], as_str: bool = False):
         base = 1_700_000_000
         for name, offset in files:
             target = folder / name
+            target.parent.mkdir(exist_ok=True)
             if "tmp" in name:
                 target.write_bytes(b"PK\x03\x04 truncated")
             elif name.endswith(".pt"):
@@ -582,6 +645,13 @@ def _latest_verify(out, ref, args, kwargs):
         return f"expected the path of {ref.name} (the folder holds {names}), found None"
     if not isinstance(out, (str, os.PathLike)):
         return f"expected a Path, found {describe(out)}"
+    if folder.resolve() in Path(out).resolve().parents[1:]:
+        return (f"found {out}, in a subfolder: only the files directly in the folder count "
+                f"(folder.iterdir() or folder.glob(...), not rglob): expected {ref.name}")
+    if Path(out).name != ref.name and not _EPOCH_FILE.fullmatch(Path(out).name) \
+            and (folder / Path(out).name).exists():
+        return (f"expected {ref.name} (the folder holds {names}), found {Path(out).name}, which is not named "
+                f"epoch-<n>.pt: match the whole name, re.fullmatch(r'epoch-(\\d+)\\.pt', p.name)")
     if Path(out).name != ref.name:
         return f"expected {ref.name} (the folder holds {names}), found {Path(out).name}"
     if not Path(out).is_absolute() and Path(out).resolve() != (folder / ref.name).resolve():
@@ -589,6 +659,8 @@ def _latest_verify(out, ref, args, kwargs):
                 f"folder.iterdir() (or Path(folder) / name), not the bare file name")
     if Path(out).resolve() != (folder / ref.name).resolve():
         return f"expected a file in the folder you were given, found {out}"
+    if not isinstance(out, Path):
+        return f"expected a pathlib.Path, found {describe(out)}: return the Path itself, not str(path)"
     return None
 
 
@@ -596,6 +668,10 @@ def _latest_prefix_parse(folder):
     found = [(int(p.name[len("epoch-"):-len(".pt")]), p) for p in Path(folder).iterdir()
              if p.name.startswith("epoch-")]
     return max(found)[1] if found else None
+
+
+def _latest_split_every_name(folder):
+    return max(Path(folder).iterdir(), key=lambda p: int(p.stem.split("-")[1]))
 
 
 def _latest_none_on_max(folder):
@@ -621,7 +697,9 @@ register(Exercise(
                    (".epoch-12.pt.k3x9.tmp", 4)]),
      _latest_case([("epoch-5.pt", 1), ("epoch-3.pt", 2), ("epoch-4.pt", 5), ("best.pt", 3)]),
      _latest_case([("best.pt", 1), ("epoch-1.pt.tmp", 2), ("notes.txt", 3)]),  # nothing finished yet
-     _latest_case([], as_str=True)],  # a new run: the folder is empty
+     _latest_case([], as_str=True),  # a new run: the folder is empty
+     # an old run kept in a subfolder, and a .pt file with another name: both are not this run's epochs
+     _latest_case([("epoch-2.pt", 1), ("epoch-7.pt", 2), ("old/epoch-20.pt", 3), ("model-30.pt", 4)])],
     _latest_verify,
     [
         Mistake("fails when there is no checkpoint yet",
@@ -644,6 +722,10 @@ register(Exercise(
                 "'epoch-11.pt.tmp'.startswith('epoch-') is True too: match the whole name, "
                 "re.fullmatch(r'epoch-(\\d+)\\.pt', p.name), before int(...).",
                 _latest_prefix_parse, error_match="invalid literal for int()"),
+        Mistake("parses every file name (best.pt, notes.txt)",
+                "best.pt and notes.txt are not an epoch-<n>.pt: 'best'.split('-')[1] does not exist. Keep only the "
+                "names re.fullmatch(r'epoch-(\\d+)\\.pt', p.name) accepts, then parse their number.",
+                _latest_split_every_name, error_match="list index out of range"),
         Mistake("uses modification time",
                 "copying or touching files changes mtimes; the step number in the name is the truth.",
                 _latest_mtime),
@@ -689,6 +771,9 @@ class _Block(nn.Module):
         super().__init__()
         self.encoder = nn.Linear(3, 2)
         self.submodule = nn.Linear(2, 1)
+        self.module_list = nn.Linear(1, 1)  # starts with "module" but not with "module."
+        self.norm = nn.BatchNorm1d(1)      # an int64 buffer (num_batches_tracked)
+        self.double()                      # float64 values
 
 
 def _clean_case(prefix: str):
@@ -706,10 +791,21 @@ def _clean_verify(out, ref, args, kwargs):
     if not isinstance(out, dict):
         return f"expected a dict, found {describe(out)}"
     if list(out) != list(ref):
-        return f"expected keys {list(ref)}, found {list(out)}"
+        keys, given_keys = list(out), list(given)
+        if keys == [k.lstrip("module.").lstrip("_orig_mod.") for k in given_keys] or \
+                keys == [k.lstrip("_orig_mod.").lstrip("module.") for k in given_keys]:
+            return (f"str.lstrip('module.') strips any of the characters m, o, d, u, l, e, '.' from the start, not "
+                    f"the prefix: expected keys {list(ref)}, found {keys}; use key.removeprefix('module.')")
+        for want, have in zip(ref, keys):
+            if want != have and want.startswith(("module", "_orig_mod")):
+                return (f"{want!r} starts with 'module' but not with the prefix 'module.' (with the dot): strip "
+                        f"only whole prefixes 'module.' and '_orig_mod.'; expected keys {list(ref)}, found {keys}")
+        return f"expected keys {list(ref)}, found {keys}"
     for key in ref:
-        if not (isinstance(out[key], torch.Tensor) and torch.equal(out[key], ref[key])):
-            return f"the value of {key!r} is not the original tensor"
+        if not (isinstance(out[key], torch.Tensor) and out[key].dtype == ref[key].dtype
+                and out[key].shape == ref[key].shape and torch.equal(out[key], ref[key])):
+            return (f"the value of {key!r} changed ({describe(out[key])}, expected {describe(ref[key])}): "
+                    f"keep the values unchanged, only the keys change")
     if tuple(given) != given.original_keys:
         return "your function changed the caller's state_dict; build and return a new dict"
     return None

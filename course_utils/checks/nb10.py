@@ -12,7 +12,7 @@ named by the training doctor (:func:`course_utils.doctor.diagnose`) run on the c
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -136,13 +136,38 @@ def _seed_verify(out, ref, args, kwargs):
         return ("two calls returned the same generator object: each call must return a NEW "
                 "torch.Generator().manual_seed(seed), or two loaders would share one stream")
     got, expected = _AFTER_CANDIDATE.get(seed, (None, None))[0], _expected_draws(seed)
-    for name, value, wanted in zip(_RNG_NAMES, got or (), expected):
+    for index, (name, value, wanted) in enumerate(zip(_RNG_NAMES, got or (), expected)):
+        skipped = _advanced_by(seed, index, value)
+        if value != wanted and skipped:
+            return (f"after seed_everything({seed}) the next number from {name} is draw number {skipped + 1} "
+                    f"after seeding with {seed}: the generator was seeded, then advanced by {skipped} draw(s) "
+                    f"inside your function; draw nothing after seeding")
         if value != wanted:
             return (f"after seed_everything({seed}) the next number from {name} should be {wanted:.6f} "
                     f"(the first draw after seeding with {seed}); it was not seeded with `seed`")
     if float(torch.rand(1, generator=out)) != expected[2]:
+        if out.initial_seed() != seed and out.initial_seed() != torch.Generator().initial_seed():
+            return (f"the returned generator is not seeded with `seed` ({seed}): its seed is {out.initial_seed()}; "
+                    f"return torch.Generator().manual_seed(seed)")
+        if out.initial_seed() == seed:
+            return (f"the returned generator was seeded with {seed} but then advanced: something drew from it "
+                    f"before it was returned, so the loader would not start at the first draw after seeding")
         return f"the returned generator is not seeded: call .manual_seed({seed}) on it"
     return None
+
+
+def _advanced_by(seed: int, index: int, value: float) -> int:
+    """How many draws generator ``index`` (random, numpy, torch) made after being seeded (0: none or unknown)."""
+    if index == 0:
+        gen = random.Random(seed)
+        draws = [gen.random() for _ in range(4)]
+    elif index == 1:
+        state = np.random.RandomState(seed)
+        draws = [float(state.rand()) for _ in range(4)]
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        draws = [float(torch.rand(1, generator=gen)) for _ in range(4)]
+    return next((k for k in range(1, 4) if draws[k] == value), 0)
 
 
 def _first_unseeded(args: tuple) -> int | None:
@@ -154,7 +179,11 @@ def _first_unseeded(args: tuple) -> int | None:
 
 
 def _unseeded(index: int):
-    return lambda out, args, kwargs: not _fixed_seed(out, args, kwargs) and _first_unseeded(args) == index
+    def detect(out, args, kwargs) -> bool:
+        if _fixed_seed(out, args, kwargs) or _first_unseeded(args) != index:
+            return False
+        return not _advanced_by(args[0], index, _AFTER_CANDIDATE[args[0]][0][index])
+    return detect
 
 
 def _shared_generator(out, args, kwargs) -> bool:
@@ -204,7 +233,7 @@ register(Exercise(
                 "torch.Generator().manual_seed(seed).",
                 _seed_generator_unseeded,
                 detect=lambda out, a, k: isinstance(out, torch.Generator) and _first_unseeded(a) is None
-                and out.initial_seed() != a[0]),
+                and out.initial_seed() == torch.Generator().initial_seed() != a[0]),
     ],
     inspect=_seed_watch,
 ))
@@ -386,10 +415,78 @@ def _nonfinite_verify(out, ref, args, kwargs):
             shown = ", ".join("the whole model ('')" if n == "" else f"`{n}`" for n in containers)
             return (f"expected {ref}, found {out}: {shown} has children, it is not a leaf module. Hook only "
                     f"the modules of model.named_modules() with no children (`not list(m.children())`)")
+        named = _nonfinite_mistake(out, ref, args)
+        if named:
+            return f"expected {ref}, found {out}: {named}"
         return f"expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}"
     if getattr(model, "_then_raising", False) and _hooks_left_after_raise():
         return ("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
                 "registered on its modules: remove them in a `finally:` block")
+    return None
+
+
+def _names_with(model: nn.Module, x: torch.Tensor, bad: Callable[[Any, Any], bool],
+                leaf: Callable[[nn.Module], bool] = lambda m: not list(m.children())) -> list[str]:
+    """The names a hook that reports when ``bad(inputs, output)`` would list (hooks removed afterwards)."""
+    found: list[str] = []
+    handles = [m.register_forward_hook(lambda mod, i, o, name=name: found.append(name) if bad(i, o) else None)
+               for name, m in model.named_modules() if leaf(m)]
+    try:
+        with torch.no_grad():
+            model(x)
+    except Exception:  # noqa: BLE001 - a fingerprint only
+        return []
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found
+
+
+def _inputs_checked(out: Any, model: nn.Module, x: torch.Tensor) -> bool:
+    return out == _names_with(model, x, lambda i, o: not all(torch.isfinite(t).all() for t in i
+                                                           if isinstance(t, torch.Tensor)))
+
+
+def _custom_skipped(out: Any, ref: list, model: nn.Module) -> bool:
+    modules = dict(model.named_modules())
+    custom = [n for n in ref if not type(modules[n]).__module__.startswith("torch.nn")]
+    return bool(custom) and out == [n for n in ref if n not in custom]
+
+
+def _nonfinite_mistake(out: list, ref: list, args: tuple) -> str | None:
+    """Name the usual wrong ways of finding the layers, when the output is what that way gives."""
+    model, x = args
+    leaves = [name for name, m in model.named_modules() if not list(m.children())]
+    if ref and len(out) == len(ref) and set(out) == {leaves[-1]} and len(set(ref)) > 1:
+        return (f"every entry is the last leaf's name `{leaves[-1]}`: a lambda defined in a loop reads `name` "
+                f"when it runs, after the loop has ended; bind it when the hook is made: "
+                f"`lambda m, i, o, name=name: ...`")
+    if out == _names_with(model, x, lambda i, o: bool(torch.isinf(o).any())):
+        return ("the NaN outputs are missing: torch.isinf misses NaN; test `not torch.isfinite(output).all()`, "
+                "which catches both")
+    inputs, custom = _inputs_checked(out, model, x), _custom_skipped(out, ref, model)
+    if inputs and custom:  # the same list here: ask the candidate about a model where they differ
+        candidate = _CANDIDATE.get("nonfinite")
+        (other, other_x), _ = _nonfinite_cases()[1]()
+        try:
+            with torch.no_grad():
+                found = candidate(other, other_x)
+        except Exception:  # noqa: BLE001 - a fingerprint only
+            found = None
+        other_ref = nonfinite_layers_reference(*_nonfinite_cases()[1]()[0])
+        inputs, custom = _inputs_checked(found, other, other_x), _custom_skipped(found, other_ref, other)
+    if inputs and not custom:
+        return ("you reported the modules whose inputs are non-finite, not their output: a forward pre-hook "
+                "(register_forward_pre_hook) sees only the inputs; use register_forward_hook and test its third "
+                "argument, the output")
+    if custom and not inputs:
+        kinds = {type(m).__name__ for name, m in model.named_modules()
+                 if not list(m.children()) and not type(m).__module__.startswith("torch.nn")}
+        return (f"the leaves of other classes ({', '.join(sorted(kinds))}) were not hooked: hook every leaf module "
+                f"(`not list(m.children())`), whatever its type")
+    if len(ref) > 1 and out == ref[-1:]:
+        return ("only the last module is listed: looking at the model's final output cannot tell where the "
+                "NaN/Inf appeared; hook every leaf module and record each one whose output is non-finite")
     return None
 
 
@@ -519,6 +616,16 @@ def _step_zero_by_hand(model, batch, optimizer, loss_fn):
     return loss.item()
 
 
+def _step_swapped(model, batch, optimizer, loss_fn):
+    y, x = batch
+    model.train()
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
 def _step_tensor(model, batch, optimizer, loss_fn):
     x, y = batch
     model.train()
@@ -529,9 +636,11 @@ def _step_tensor(model, batch, optimizer, loss_fn):
     return loss
 
 
-def fix_train_step_inputs(seed: int, stale: bool = True) -> tuple[nn.Module, tuple, torch.optim.Optimizer, nn.Module]:
+def fix_train_step_inputs(seed: int, stale: bool = True,
+                          summed: bool = False) -> tuple[nn.Module, tuple, torch.optim.Optimizer, nn.Module]:
     """A small classifier in eval mode with stale gradients (as the notebook's broken program leaves it);
-    ``stale=False``: no gradients yet (``.grad`` is None, as after ``zero_grad()``)."""
+    ``stale=False``: no gradients yet (``.grad`` is None, as after ``zero_grad()``); ``summed``: another loss
+    function, a summed, label-smoothed cross-entropy (its gradients are far longer than 1)."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
@@ -542,29 +651,80 @@ def fix_train_step_inputs(seed: int, stale: bool = True) -> tuple[nn.Module, tup
         if stale:
             nn.functional.cross_entropy(model(x + 1), y).backward()   # last step's gradients, never cleared
     model.eval()                                                   # left over from a validation pass
-    return model, (x, y), optimizer, nn.CrossEntropyLoss()
+    loss_fn = nn.CrossEntropyLoss(reduction="sum", label_smoothing=0.1) if summed else nn.CrossEntropyLoss()
+    return model, (x, y), optimizer, loss_fn
 
 
-def _fix_case(seed: int, stale: bool = True):
+#: id(model) of a case -> how many gradients reached its parameters during the call
+_GRADS_ARRIVED: dict[int, int] = {}
+
+
+def _fix_case(seed: int, stale: bool = True, summed: bool = False):
     def make():
-        model, batch, optimizer, loss_fn = fix_train_step_inputs(seed, stale)
-        model._case_seed = (seed, stale)  # lets verify rebuild identical inputs for the reference
+        model, batch, optimizer, loss_fn = fix_train_step_inputs(seed, stale, summed)
+        model._case_seed = (seed, stale, summed)  # lets verify rebuild identical inputs for the reference
+        key = id(model)
+        _GRADS_ARRIVED[key] = 0
+
+        def arrived(_: torch.Tensor) -> None:
+            _GRADS_ARRIVED[key] = _GRADS_ARRIVED.get(key, 0) + 1
+        for param in model.parameters():
+            param.register_post_accumulate_grad_hook(arrived)
         return (model, batch, optimizer, loss_fn), {}
     return make
+
+
+def _variant_step(case_seed: tuple, *, steps: int = 1, clip: float | None = None, scale: bool = False,
+                  sigmoid: bool = False) -> tuple[float, nn.Module]:
+    """The reference step with one habit changed, on fresh inputs: (returned loss, model after it)."""
+    model, (x, y), optimizer, loss_fn = fix_train_step_inputs(*case_seed)
+    model.train()
+    optimizer.zero_grad()
+    out = model(x)
+    loss = loss_fn(out.sigmoid() if sigmoid else out, y)
+    (loss * len(y) if scale else loss).backward()
+    if clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
+    for _ in range(steps):
+        optimizer.step()
+    return loss.item(), model
+
+
+def _largest(model: nn.Module, other: nn.Module) -> float:
+    with torch.no_grad():
+        return max(float((p - q).abs().max()) for p, q in zip(model.parameters(), other.parameters()))
 
 
 def _fix_verify(out, ref, args, kwargs):
     if isinstance(out, torch.Tensor) or not isinstance(out, (int, float)):
         return f"expected the loss as a Python float (loss.item()), found {describe(out)}"
+    model, optimizer, loss_fn = args[0], args[2], args[3]
     if abs(out - ref) > 1e-5 * max(1.0, abs(ref)):
-        return f"returned loss {out:.4f}, expected {ref:.4f} (this batch's cross-entropy before the update)"
-    model = args[0]
-    expected_model, batch, optimizer, loss_fn = fix_train_step_inputs(*model._case_seed)
-    fix_train_step_reference(expected_model, batch, optimizer, loss_fn)
-    with torch.no_grad():
-        diff = max(float((p - q).abs().max()) for p, q in zip(model.parameters(), expected_model.parameters()))
+        if abs(out - _variant_step(model._case_seed, sigmoid=True)[0]) <= 1e-5 * max(1.0, abs(ref)):
+            return (f"returned loss {out:.4f}, expected {ref:.4f}: a sigmoid was applied before the loss; "
+                    f"CrossEntropyLoss takes the raw logits")
+        return (f"returned loss {out:.4f}, expected {ref:.4f}: loss_fn(model(x), y) on this batch before the "
+                f"update, with the loss_fn you are given (here {loss_fn!r})")
+    if _GRADS_ARRIVED.get(id(model), 1) == 0:
+        return ("no gradient reached the parameters during your step, so the update used none: is "
+                "loss.backward() called, and does the loss come from a graph through the parameters (a forward "
+                "pass under torch.no_grad(), or a detached output, builds none)?")
+    expected_model, batch, optimizer_ref, loss_fn_ref = fix_train_step_inputs(*model._case_seed)
+    fix_train_step_reference(expected_model, batch, optimizer_ref, loss_fn_ref)
+    diff = _largest(model, expected_model)
     if diff > 1e-5:
+        if _largest(model, _variant_step(model._case_seed, steps=2)[1]) <= 1e-6:
+            return "optimizer.step() ran twice: the update was applied twice; step once per batch"
+        if _largest(model, _variant_step(model._case_seed, scale=True)[1]) <= 1e-6:
+            return ("the update is len(y) times too large: backward() ran on a loss scaled by the batch size; "
+                    "call backward() on loss_fn(model(x), y) itself")
+        if _largest(model, _variant_step(model._case_seed, clip=1.0)[1]) <= 1e-6:
+            return ("your update was clipped to gradient norm 1.0: the broken step has no clipping, and the task "
+                    "is to fix its three problems without changing the update")
         return f"after one step the parameters differ from the expected ones (largest difference {diff:.3g})"
+    if not optimizer.state:
+        return ("the parameters were updated by hand, not by optimizer.step(): the optimizer's state (SGD's "
+                "momentum buffers) never started, so the next steps would differ; call optimizer.step()")
     return None
 
 
@@ -580,12 +740,12 @@ def _step_zero_at_end(model, batch, optimizer, loss_fn):
 
 def _right_without_stale_grads(out, args, kwargs) -> bool:
     """Wrong on this case (stale .grad), right on the same case without old gradients."""
-    seed, stale = args[0]._case_seed
+    seed, stale, summed = args[0]._case_seed
     candidate = _CANDIDATE.get("fn")
     if not stale or candidate is None:
         return False
-    mine = fix_train_step_inputs(seed, stale=False)
-    expected = fix_train_step_inputs(seed, stale=False)
+    mine = fix_train_step_inputs(seed, False, summed)
+    expected = fix_train_step_inputs(seed, False, summed)
     try:
         candidate(*mine)
     except Exception:
@@ -602,6 +762,8 @@ def _doctor_says(code: str):
         candidate = _CANDIDATE.get("fn")
         if candidate is None or not isinstance(out, (int, float)):
             return False  # wrong return types are reported by verify, not blamed on a training bug
+        if _GRADS_ARRIVED.get(id(args[0]), 1) == 0 and code == "NO_GRAD_FLOW":
+            return False  # no gradient was ever computed: not gradients cleared between backward and step
         return code in diagnose(model, loss_fn, optimizer, batch, train_step=candidate, max_steps=3).codes
     return detect
 
@@ -621,13 +783,18 @@ register(Exercise(
     "and returns the loss as a Python float: the broken step with the three problems of the doctor's "
     "report fixed. The model arrives in eval mode, with last step's gradients in .grad or none at all.",
     fix_train_step_reference,
-    [_fix_case(0), _fix_case(1), _fix_case(2, stale=False)],
+    # case 4: another loss function (summed, label-smoothed): gradient norms far above 1
+    [_fix_case(0), _fix_case(1), _fix_case(2, stale=False), _fix_case(3, summed=True)],
     _fix_verify,
     [
         Mistake("zeroes .grad by hand (breaks when .grad is None)",
                 "before the first backward() (or after zero_grad()) .grad is None, so p.grad.zero_() "
                 "raises: call optimizer.zero_grad().",
                 _step_zero_by_hand, error_match="has no attribute 'zero_'"),
+        Mistake("batch unpacked as (y, x)",
+                "the batch is (x, y): inputs first, labels second; `y, x = batch` swapped them, so the "
+                "model received the integer labels. Write `x, y = batch`.",
+                _step_swapped, error_match="but got Long and Float"),
         Mistake("returns a tensor instead of a float",
                 "return loss.item(): a tensor keeps the graph (and, on a GPU, the device) alive.",
                 _step_tensor, detect=lambda out, a, k: isinstance(out, torch.Tensor)),

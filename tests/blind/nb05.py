@@ -113,11 +113,11 @@ ANSWERS = [
     Answer("05.normalization_stats", "fail", '''
         def normalization_stats(images):
             return images[0].mean(dim=(1, 2)), images[0].std(dim=(1, 2))
-    ''', label="statistics of the first image only", words=('first image', ), defect="message does not name the mistake: only 'wrong values' (statistics of the first image only)"),
+    ''', label="statistics of the first image only", words=('first image', )),
     Answer("05.normalization_stats", "fail", '''
         def normalization_stats(images):
             return images.mean(dim=(0, 2, 3)), images.std(dim=(0, 2, 3)) ** 0.5
-    ''', label="square root of the std", words=('sqrt', ), defect="message does not name the mistake: only 'wrong values' (std square-rooted)"),
+    ''', label="square root of the std", words=('sqrt', )),
     Answer("05.normalization_stats", "fail", '''
         def normalization_stats(images):
             return images.mean(dim=(0, 1, 2)), images.std(dim=(0, 1, 2))
@@ -126,7 +126,7 @@ ANSWERS = [
         def normalization_stats(images):
             x = images / 255
             return x.mean(dim=(0, 2, 3)), x.std(dim=(0, 2, 3))
-    ''', label="divides by 255 again", words=('255', ), defect="message does not name the mistake: only 'wrong values' (images divided by 255 a second time)"),
+    ''', label="divides by 255 again", words=('255', )),
     # ------------------------------------------------------------------ 05.make_loaders
     Answer("05.make_loaders", "ok", '''
         def make_loaders(train_ds, val_ds, batch_size):
@@ -155,7 +155,7 @@ ANSWERS = [
             train_batches = BatchSampler(RandomSampler(train_ds), batch_size=batch_size, drop_last=True)
             val_batches = BatchSampler(SequentialSampler(val_ds), batch_size=batch_size, drop_last=False)
             return DataLoader(train_ds, batch_sampler=train_batches), DataLoader(val_ds, batch_sampler=val_batches)
-    ''', label="explicit BatchSamplers", defect="correct answer rejected: 'expected train batch_size 8, found None' (loader.batch_size is None with a batch_sampler) and hint says the training set is not shuffled"),
+    ''', label="explicit BatchSamplers"),
     Answer("05.make_loaders", "ok", '''
         def make_loaders(train_ds, val_ds, batch_size):
             if batch_size < 1:
@@ -207,7 +207,7 @@ ANSWERS = [
         def make_loaders(train_ds, val_ds, batch_size):
             return (DataLoader(val_ds, batch_size=batch_size, shuffle=False),
                     DataLoader(train_ds, batch_size=batch_size, shuffle=True, drop_last=True))
-    ''', label="returns (val_loader, train_loader)", words=('order', ), defect="hint names shuffled validation set instead of the two loaders returned in the wrong order"),
+    ''', label="returns (val_loader, train_loader)", words=('order', )),
     Answer("05.make_loaders", "fail", '''
         def make_loaders(train_ds, val_ds, batch_size):
             return (DataLoader(train_ds, batch_size=64, shuffle=True, drop_last=True),
@@ -259,7 +259,7 @@ ANSWERS = [
             half = SubsetRandomSampler(range(len(train_ds) // 2))
             return (DataLoader(train_ds, batch_size=batch_size, sampler=half, drop_last=True),
                     DataLoader(val_ds, batch_size=batch_size))
-    ''', label="samples only half of the training set", words=('training samples', ), defect="hint names an unshuffled training loader instead of only half of the training samples read"),
+    ''', label="samples only half of the training set", words=('training samples', )),
     # ------------------------------------------------------------------ 05.pad_collate
     Answer("05.pad_collate", "ok", '''
         def pad_collate(batch):
@@ -370,7 +370,7 @@ ANSWERS = [
             tokens, labels = zip(*batch)
             padded = pad_sequence(list(tokens), batch_first=True)
             return padded, torch.tensor([len(t) for t in tokens]), torch.tensor(labels)
-    ''', label="sorts the batch by length (changes the sample order)", words=('order', ), defect="message does not name the mistake: only 'wrong values' (samples reordered by length)"),
+    ''', label="sorts the batch by length (changes the sample order)", words=('order', )),
     Answer("05.pad_collate", "fail", '''
         def pad_collate(batch):
             batch.sort(key=lambda pair: len(pair[0]), reverse=True)
@@ -416,7 +416,7 @@ ANSWERS = [
             for i, t in enumerate(tokens):
                 padded[i, :len(t)] = t
             return padded, torch.tensor([len(t) for t in tokens]), torch.tensor(labels)
-    ''', label="one column too many", words=('one column', ), defect="hint names a fixed global length instead of T_max + 1"),
+    ''', label="one column too many", words=('one column', )),
     Answer("05.pad_collate", "fail", '''
         def pad_collate(batch):
             tokens, labels = zip(*batch)

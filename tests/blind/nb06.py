@@ -223,7 +223,7 @@ ANSWERS = [
                 optimizer.step()
                 total += loss.item() * len(y)
             return total
-    ''', label="returns the sum, not the mean", words=('sum', ), defect="message does not name the mistake: only expected/found (the value is the per-sample sum, n times the mean)"),
+    ''', label="returns the sum, not the mean", words=('sum', )),
     Answer("06.train_one_epoch", "fail", '''
         def train_one_epoch(model, loader, loss_fn, optimizer, device):
             model.train()
@@ -275,7 +275,7 @@ ANSWERS = [
                 total += loss.item() * len(y)
                 count += len(y)
             return total / count
-    ''', label="step before backward", words=('before backward', ), defect="hint names zero_grad between backward and step instead of optimizer.step() called before loss.backward()"),
+    ''', label="step before backward", words=('before backward', )),
     Answer("06.train_one_epoch", "fail", '''
         def train_one_epoch(model, loader, loss_fn, optimizer, device):
             model.train()
@@ -331,7 +331,7 @@ ANSWERS = [
                 optimizer.step()
                 total += loss.item() * len(y)
             return total / len(loader)
-    ''', label="weighted sum divided by the number of batches", words=('number of batches', ), defect="message does not name the mistake: only expected/found (weighted sum divided by the number of batches)"),
+    ''', label="weighted sum divided by the number of batches", words=('number of batches', )),
     Answer("06.train_one_epoch", "fail", '''
         def train_one_epoch(model, loader, loss_fn, optimizer, device):
             model.train()
@@ -345,7 +345,7 @@ ANSWERS = [
                 total = total + loss * len(y)
                 count += len(y)
             return float(total) / count
-    ''', label="running sum keeps every batch's graph alive (no detach)", words=('detach', ), defect="wrong answer accepted"),
+    ''', label="running sum keeps every batch's graph alive (no detach)", words=('detach', )),
     Answer("06.train_one_epoch", "fail", '''
         def train_one_epoch(model, loader, loss_fn, optimizer, device):
             model.train()
@@ -359,7 +359,7 @@ ANSWERS = [
                 count += len(y)
             optimizer.step()
             return total / count
-    ''', label="zero_grad every batch but a single optimizer.step() after the loop", words=('every batch', ), defect="message does not name the mistake: only expected/found (one optimizer.step() per epoch instead of per batch)"),
+    ''', label="zero_grad every batch but a single optimizer.step() after the loop", words=('every batch', )),
     # ------------------------------------------------------------------ 06.evaluate
     Answer("06.evaluate", "ok", '''
         def evaluate(model, loader, device):
@@ -554,7 +554,7 @@ ANSWERS = [
                     correct += (values == y).sum().item()
                     total += len(y)
             return correct / total
-    ''', label="uses torch.max values instead of indices", words=('indices', ), defect="message does not name the mistake: only expected/found (torch.max values used as predictions)"),
+    ''', label="uses torch.max values instead of indices", words=('indices', )),
     Answer("06.evaluate", "fail", '''
         def evaluate(model, loader, device):
             model.eval()
@@ -577,7 +577,7 @@ ANSWERS = [
                     correct += (pred == y).sum().item()
                     total += len(y)
             return correct / total
-    ''', label="keepdim=True: [B,1] == [B] broadcasts to [B,B]", words=('broadcast', ), defect="hint names percentage or tensor instead of [B,1] == [B] broadcasting (accuracy above 1)"),
+    ''', label="keepdim=True: [B,1] == [B] broadcasts to [B,B]", words=('broadcast', )),
     Answer("06.evaluate", "fail", '''
         def evaluate(model, loader, device):
             model.eval()
@@ -588,7 +588,7 @@ ANSWERS = [
                     correct += (model(x).argmax() == y).sum().item()
                     total += len(y)
             return correct / total
-    ''', label="argmax without dim (over the flattened batch)", words=('dim=1', ), defect="message does not name the mistake: only expected/found (argmax without dim)"),
+    ''', label="argmax without dim (over the flattened batch)", words=('dim=1', )),
     Answer("06.evaluate", "fail", '''
         def evaluate(model, loader, device):
             model.eval()
@@ -599,7 +599,7 @@ ANSWERS = [
                     correct += (model(x).argmax(dim=1) == y).sum().item()
                     total += len(y)
             return correct // total
-    ''', label="integer division", words=('integer division', ), defect="message does not name the mistake: only expected/found 0 (integer division)"),
+    ''', label="integer division", words=('integer division', )),
     Answer("06.evaluate", "fail", '''
         def evaluate(model, loader, device):
             model.eval()
@@ -607,7 +607,7 @@ ANSWERS = [
                 x, y = next(iter(loader))
                 x, y = x.to(device), y.to(device)
                 return (model(x).argmax(dim=1) == y).float().mean().item()
-    ''', label="only the first batch", words=('first batch', ), defect="message does not name the mistake: only expected/found (only the first batch evaluated)"),
+    ''', label="only the first batch", words=('first batch', )),
     Answer("06.evaluate", "fail", '''
         def evaluate(model, loader, device):
             model.eval()
@@ -630,7 +630,7 @@ ANSWERS = [
                     correct += (pred == y).sum().item()
                     total += len(y)
             return correct / total
-    ''', label="sigmoid threshold instead of argmax", words=('sigmoid', ), defect="message does not name the mistake: only expected/found (sigmoid threshold instead of argmax)"),
+    ''', label="sigmoid threshold instead of argmax", words=('sigmoid', )),
     # ------------------------------------------------------------------ 06.clipped_step
     Answer("06.clipped_step", "ok", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
@@ -758,7 +758,7 @@ ANSWERS = [
             nn.utils.clip_grad_value_(model.parameters(), max_norm)
             optimizer.step()
             return norm.item()
-    ''', label="clip_grad_value_ instead of the norm", words=('clip_grad_value_', ), defect="hint names clipping after optimizer.step() instead of clip_grad_value_ used instead of clip_grad_norm_"),
+    ''', label="clip_grad_value_ instead of the norm", words=('clip_grad_value_', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -785,7 +785,7 @@ ANSWERS = [
             nn.utils.clip_grad_norm_(model.parameters(), max_norm)
             optimizer.step()
             return float(total)
-    ''', label="sum of per-parameter norms, not the total L2 norm", words=('sum of', ), defect="message does not name the mistake: only expected/found (sum of per-parameter norms)"),
+    ''', label="sum of per-parameter norms, not the total L2 norm", words=('sum of', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -794,7 +794,7 @@ ANSWERS = [
             norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             return norm.item()
-    ''', label="hard-coded max_norm=1.0", words=('max_norm=', ), defect="message does not name the mistake: update differs, no word that another max_norm was used"),
+    ''', label="hard-coded max_norm=1.0", words=('max_norm=', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -817,7 +817,7 @@ ANSWERS = [
             nn.utils.clip_grad_norm_(params, max_norm)  # the generator is already exhausted
             optimizer.step()
             return total.item()
-    ''', label="generator of parameters exhausted before clipping (nothing clipped)", words=('generator', ), defect="hint names clipping after optimizer.step() instead of nothing clipped (exhausted parameters generator)"),
+    ''', label="generator of parameters exhausted before clipping (nothing clipped)", words=('generator', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -826,7 +826,7 @@ ANSWERS = [
             norm = nn.utils.clip_grad_norm_(optimizer.param_groups[0]["params"], max_norm)
             optimizer.step()
             return norm.item()
-    ''', label="clips only the first param group", words=('group', ), defect="wrong answer accepted"),
+    ''', label="clips only the first param group", words=('group', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -836,7 +836,7 @@ ANSWERS = [
             norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
             optimizer.step()
             return norm.item()
-    ''', label="zero_grad between backward and clipping", words=('cleared', ), defect="message does not name the mistake: only expected/found 0 (gradients cleared between backward and clipping)"),
+    ''', label="zero_grad between backward and clipping", words=('cleared', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -845,7 +845,7 @@ ANSWERS = [
             norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
             optimizer.step()
             return norm.item() ** 2
-    ''', label="returns the squared norm", words=('squared', ), defect="message does not name the mistake: only expected/found (squared norm)"),
+    ''', label="returns the squared norm", words=('squared', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -854,7 +854,7 @@ ANSWERS = [
             norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm, norm_type=1)
             optimizer.step()
             return norm.item()
-    ''', label="L1 norm instead of the L2 total norm", words=('norm_type', ), defect="message does not name the mistake: only expected/found (norm_type=1)"),
+    ''', label="L1 norm instead of the L2 total norm", words=('norm_type', )),
     Answer("06.clipped_step", "fail", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()
@@ -866,7 +866,7 @@ ANSWERS = [
                     norm = max(norm, nn.utils.clip_grad_norm_([p], max_norm).item())
             optimizer.step()
             return norm
-    ''', label="clips each parameter separately", words=('each parameter', ), defect="message does not name the mistake: only expected/found (each parameter clipped separately)"),
+    ''', label="clips each parameter separately", words=('each parameter', )),
     Answer("06.clipped_step", "ok", '''
         def clipped_step(model, loss_fn, x, y, optimizer, max_norm):
             optimizer.zero_grad()

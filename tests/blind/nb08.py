@@ -150,14 +150,14 @@ ANSWERS = [
             copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
             steps = 4 * sum(p.requires_grad for p in params) if optimizer.startswith("adam") else 0
             return {"params": n * size, "grads": t * size, "optimizer_state": copies * t * size + steps}
-    ''', label="counts Adam's step tensors (the task says to ignore them)", words=('step', ), defect="wrong answer accepted"),
+    ''', label="counts Adam's step tensors (the task says to ignore them)", words=('step', )),
     Answer("08.training_memory", "fail", '''
         def training_memory(model, optimizer, dtype):
             n = sum(p.numel() for p in model.parameters())
             t = sum(p.numel() for p in model.parameters() if p.requires_grad)
             copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
             return {"params": n, "grads": t, "optimizer_state": copies * t}
-    ''', label="returns element counts, not bytes", words=('element', ), defect="message does not name the mistake: only expected/found (element counts instead of bytes)"),
+    ''', label="returns element counts, not bytes", words=('element', )),
     Answer("08.training_memory", "fail", '''
         def training_memory(model, optimizer, dtype):
             size = dtype.itemsize
@@ -165,7 +165,7 @@ ANSWERS = [
             t = sum(p.numel() for p in model.parameters() if p.requires_grad)
             copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
             return {"params": n * size / 2**20, "grads": t * size / 2**20, "optimizer_state": copies * t * size / 2**20}
-    ''', label="returns MiB floats", words=('MiB', ), defect="message does not name the mistake: only expected/found (MiB instead of bytes)"),
+    ''', label="returns MiB floats", words=('MiB', )),
     Answer("08.training_memory", "fail", '''
         def training_memory(model, optimizer, dtype):
             size = dtype.itemsize
@@ -203,7 +203,7 @@ ANSWERS = [
             t = sum(p.numel() for p in model.parameters() if p.requires_grad)
             copies = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}[optimizer]
             return {"params": n * size, "grads": t * size, "optimizer_state": copies * t * size}
-    ''', label="bits instead of bytes per element", words=('bits', ), defect="message does not name the mistake: only expected/found (bits instead of bytes per element)"),
+    ''', label="bits instead of bytes per element", words=('bits', )),
     Answer("08.training_memory", "fail", '''
         def training_memory(model, optimizer, dtype):
             size = dtype.itemsize
@@ -211,7 +211,7 @@ ANSWERS = [
             t = sum(p.numel() for p in model.parameters() if p.requires_grad)
             copies = {"sgd": 1, "momentum": 2, "adam": 3, "adamw": 3}[optimizer]
             return {"params": n * size, "grads": t * size, "optimizer_state": copies * t * size}
-    ''', label="one copy too many for every optimizer (counts the gradient as state)", words=('one copy', ), defect="message does not name the mistake: only expected/found (one state copy too many)"),
+    ''', label="one copy too many for every optimizer (counts the gradient as state)", words=('one copy', )),
     Answer("08.training_memory", "fail", '''
         def training_memory(model, optimizer, dtype):
             model.to(dtype)
@@ -459,7 +459,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x)
             return sum(seen.values())
-    ''', label="dedups by t.data_ptr() (views at an offset counted again)", words=('offset', ), defect="message does not name the mistake: only expected/found (deduplicated by t.data_ptr(), not the storage's)"),
+    ''', label="dedups by t.data_ptr() (views at an offset counted again)", words=('offset', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -474,7 +474,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x)
             return sum(seen.values()) / 2**20
-    ''', label="returns MiB", words=('MiB', ), defect="message does not name the mistake: only expected/found (MiB instead of bytes)"),
+    ''', label="returns MiB", words=('MiB', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -490,7 +490,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x)
             return sum(seen.values())
-    ''', label="leaves out the input x", words=('input x', ), defect="message does not name the mistake: only expected/found (the saved input left out)"),
+    ''', label="leaves out the input x", words=('input x', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -506,7 +506,7 @@ ANSWERS = [
             hooks.__enter__()
             model(x)
             return sum(seen.values())
-    ''', label="enters the hooks and never leaves them (global state changed)", words=('hook', ), defect="wrong answer accepted"),
+    ''', label="enters the hooks and never leaves them (global state changed)", words=('hook', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -521,7 +521,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x)
             return sum(seen.values())
-    ''', label="only floating-point saves (misses int64 pooling indices)", words=('int64', ), defect="message does not name the mistake: only expected/found (integer saves such as max-pool indices left out)"),
+    ''', label="only floating-point saves (misses int64 pooling indices)", words=('int64', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -536,7 +536,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x)
             return sum(seen.values())
-    ''', label="assumes 4 bytes per element", words=('4 bytes', ), defect="message does not name the mistake: only expected/found (4 bytes per element assumed)"),
+    ''', label="assumes 4 bytes per element", words=('4 bytes', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -551,7 +551,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 out = model(x)
             return sum(seen.values()) + out.untyped_storage().nbytes()
-    ''', label="adds the output's storage", words=('output', ), defect="message does not name the mistake: only expected/found (the output counted)"),
+    ''', label="adds the output's storage", words=('output', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -566,7 +566,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x)
             return len(seen)
-    ''', label="returns the number of storages", words=('number of storages', ), defect="message does not name the mistake: only expected/found (count of storages instead of bytes)"),
+    ''', label="returns the number of storages", words=('number of storages', )),
     Answer("08.saved_activation_bytes", "fail", '''
         def saved_activation_bytes(model, x):
             params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -581,7 +581,7 @@ ANSWERS = [
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 model(x[:1])
             return sum(seen.values())
-    ''', label="measures one sample only", words=('whole batch', ), defect="message does not name the mistake: only expected/found (only x[:1] measured)"),
+    ''', label="measures one sample only", words=('whole batch', )),
     # ------------------------------------------------------------------ 08.amp_train_step
     Answer("08.amp_train_step", "ok", '''
         def amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type):
@@ -724,7 +724,7 @@ ANSWERS = [
             scaler.step(optimizer)
             scaler.update()
             return loss.item()
-    ''', label="loss computed outside autocast", words=('autocast', ), defect="wrong answer accepted"),
+    ''', label="loss computed outside autocast", words=('autocast', )),
     Answer("08.amp_train_step", "fail", '''
         def amp_train_step(model, x, y, loss_fn, optimizer, scaler, device_type):
             optimizer.zero_grad()
@@ -859,5 +859,5 @@ ANSWERS = [
             scaler.step(optimizer)
             scaler.update()
             return loss.item()
-    ''', label="optimizer.step() and scaler.step() both", words=('optimizer.step()', ), defect="message does not name the mistake: only 'update differs' (optimizer.step() called besides scaler.step)"),
+    ''', label="optimizer.step() and scaler.step() both", words=('optimizer.step()', )),
 ]

@@ -209,7 +209,7 @@ ANSWERS = [
                 f.flush()
                 os.fsync(f.fileno())
             os.rename(tmp, path)
-    ''', label="os.rename instead of os.replace", words=('os.replace', ), defect="wrong answer accepted (os.rename raises on Windows when the target exists; the task names os.replace)"),
+    ''', label="os.rename instead of os.replace", words=('os.replace', )),
     Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
@@ -372,7 +372,7 @@ ANSWERS = [
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
-    ''', label="float(best_metric) crashes when best_metric is None", words=('None', ), defect="wrong answer accepted (no case passes best_metric=None, which the lesson itself uses)"),
+    ''', label="float(best_metric) crashes when best_metric is None", words=('None', )),
     Answer('09.save_checkpoint', 'fail', r'''
         def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
             from course_utils.checkpoint import capture_rng_state
@@ -564,7 +564,7 @@ ANSWERS = [
             scheduler.load_state_dict(ckpt["scheduler"])
             restore_rng_state(ckpt["rng"], generator)
             return ckpt
-    ''', label="assign=True: the optimizer keeps the old parameter objects", words=('assign', ), defect="message does not name the mistake: only 'does not reproduce the uninterrupted run' (assign=True leaves the optimizer on the old parameters)"),
+    ''', label="assign=True: the optimizer keeps the old parameter objects", words=('assign', )),
     Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
@@ -618,7 +618,7 @@ ANSWERS = [
             restore_rng_state(ckpt["rng"], generator)
             model.train(False)
             return ckpt
-    ''', label="leaves the model in eval mode after loading", words=('eval', ), defect="wrong answer accepted (model left in eval mode after loading)"),
+    ''', label="leaves the model in eval mode after loading", words=('eval', )),
     Answer('09.load_checkpoint', 'fail', r'''
         def load_checkpoint(path, model, optimizer, scheduler, generator, map_location="cpu"):
             from course_utils.checkpoint import restore_rng_state
@@ -725,7 +725,7 @@ ANSWERS = [
             if not files:
                 return None
             return str(max(files, key=lambda p: int(p.stem[6:])))
-    ''', label="returns a str", words=('Path', ), defect="wrong answer accepted (task asks for the full Path)"),
+    ''', label="returns a str", words=('Path', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -779,7 +779,7 @@ ANSWERS = [
             if not files:
                 return None
             return max(files, key=lambda p: int(p.stem[6:]))
-    ''', label="rglob also searches subfolders", words=('subfolder', ), defect="wrong answer accepted (no case has an epoch-<n>.pt in a subfolder)"),
+    ''', label="rglob also searches subfolders", words=('subfolder', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -788,7 +788,7 @@ ANSWERS = [
             if not files:
                 return None
             return max(files, key=lambda p: int(p.stem.split("-")[1]))
-    ''', label="parses every file name (best.pt crashes)", words=('not an epoch', ), defect="message does not name the mistake: a raw IndexError (best.pt parsed as epoch-<n>.pt)"),
+    ''', label="parses every file name (best.pt crashes)", words=('not an epoch', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -797,7 +797,7 @@ ANSWERS = [
             if not files:
                 return None
             return max(files, key=lambda p: int(re.sub(r"\D", "", p.stem) or -1))
-    ''', label="every *.pt except best.pt, digits scraped from the name", words=('epoch-', ), defect="wrong answer accepted (no case has another *.pt with digits, e.g. ckpt-00000056.pt)"),
+    ''', label="every *.pt except best.pt, digits scraped from the name", words=('epoch-', )),
     Answer('09.latest_checkpoint', 'fail', r'''
         def latest_checkpoint(folder):
             import re, os
@@ -943,7 +943,7 @@ ANSWERS = [
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.lstrip("module.").lstrip("_orig_mod."): v for k, v in state_dict.items()}
-    ''', label="str.lstrip strips characters, not a prefix", words=('lstrip', ), defect="message does not name the mistake: only expected/found keys (str.lstrip strips a character set)"),
+    ''', label="str.lstrip strips characters, not a prefix", words=('lstrip', )),
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             return {k.split(".", 1)[1]: v for k, v in state_dict.items()}
@@ -965,7 +965,7 @@ ANSWERS = [
                     k = k.removeprefix("module").removeprefix("_orig_mod").lstrip(".")
                 out[k] = v
             return out
-    ''', label="prefixes without the dot (eats 'modules_list.' style names)", words=('module.', ), defect="wrong answer accepted (no key that starts with 'module' but not 'module.')"),
+    ''', label="prefixes without the dot (eats 'modules_list.' style names)", words=('module.', )),
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             keys = list(state_dict)
@@ -1001,7 +1001,7 @@ ANSWERS = [
                     k = k.removeprefix("module.").removeprefix("_orig_mod.")
                 out[k] = v.clone().float()
             return out
-    ''', label="converts the values to float32", words=('values', ), defect="wrong answer accepted (values cloned and cast to float32; task says values unchanged)"),
+    ''', label="converts the values to float32", words=('values', )),
     Answer('09.clean_state_dict', 'fail', r'''
         def clean_state_dict(state_dict):
             out = {}

@@ -125,7 +125,7 @@ ANSWERS = [
             np.random.seed(seed)
             torch.manual_seed(seed)
             return torch.Generator().manual_seed(seed + 1)
-    ''', label="generator seeded with seed + 1", words=('not seeded with', ), defect="hint names an unseeded generator instead of one seeded with another value (seed + 1)"),
+    ''', label="generator seeded with seed + 1", words=('not seeded with', )),
     Answer('10.seed_everything', 'fail', r'''
         def seed_everything(seed):
             import random
@@ -159,7 +159,7 @@ ANSWERS = [
             g = torch.Generator().manual_seed(seed)
             print("first draw:", torch.randint(0, 10, (1,), generator=g).item())
             return g
-    ''', label="draws from the generator before returning it (sanity print)", words=('advanced', ), defect="hint says the generator is not seeded; it was seeded, then advanced by a draw"),
+    ''', label="draws from the generator before returning it (sanity print)", words=('advanced', )),
     Answer('10.seed_everything', 'fail', r'''
         def seed_everything(seed):
             import random
@@ -168,7 +168,7 @@ ANSWERS = [
             torch.manual_seed(seed)
             print("check:", torch.rand(1).item())
             return torch.Generator().manual_seed(seed)
-    ''', label="draws from torch's global generator after seeding", words=('advanced', ), defect="hint says torch is not seeded; it was seeded, then a draw advanced it"),
+    ''', label="draws from torch's global generator after seeding", words=('advanced', )),
     Answer('10.seed_everything', 'fail', r'''
         def seed_everything(seed):
             import random
@@ -202,7 +202,7 @@ ANSWERS = [
             torch.set_rng_state(g.get_state())
             torch.rand(1)
             return g
-    ''', label="copies state into torch then consumes one draw", words=('advanced', ), defect="hint says torch is not seeded; it was seeded, then a draw advanced it"),
+    ''', label="copies state into torch then consumes one draw", words=('advanced', )),
     Answer('10.nonfinite_layers', 'ok', r'''
         def nonfinite_layers(model, x):
             found, handles = [], []
@@ -439,7 +439,7 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return found
-    ''', label="checks Inf only (misses NaN)", words=('misses nan', ), defect="message does not name the mistake: only expected/found [] (isinf only, NaN missed)"),
+    ''', label="checks Inf only (misses NaN)", words=('misses nan', )),
     Answer('10.nonfinite_layers', 'fail', r'''
         def nonfinite_layers(model, x):
             found, handles = [], []
@@ -481,7 +481,7 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return found
-    ''', label="checks the inputs instead of the output", words=('inputs', ), defect="message does not name the mistake: only expected/found (inputs checked instead of the output)"),
+    ''', label="checks the inputs instead of the output", words=('inputs', )),
     Answer('10.nonfinite_layers', 'fail', r'''
         def nonfinite_layers(model, x):
             found, handles = [], []
@@ -495,7 +495,7 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return found
-    ''', label="hooks only on a list of known layer types (custom leaves missed)", words=('not hooked', ), defect="message does not name the mistake: only expected/found (a custom leaf module never hooked)"),
+    ''', label="hooks only on a list of known layer types (custom leaves missed)", words=('not hooked', )),
     Answer('10.nonfinite_layers', 'fail', r'''
         def nonfinite_layers(model, x):
             found, handles = [], []
@@ -539,12 +539,12 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return found
-    ''', label="forward pre-hooks (inputs) instead of forward hooks", words=('pre_hook', ), defect="message does not name the mistake: only expected/found (forward pre-hooks see inputs)"),
+    ''', label="forward pre-hooks (inputs) instead of forward hooks", words=('pre_hook', )),
     Answer('10.nonfinite_layers', 'fail', r'''
         def nonfinite_layers(model, x):
             out = model(x)
             return [] if torch.isfinite(out).all() else [list(dict(model.named_modules()))[-1]]
-    ''', label="only checks the model's final output", words=('final output', ), defect="message does not name the mistake: only expected/found (no hooks, only the final output checked)"),
+    ''', label="only checks the model's final output", words=('final output', )),
     Answer('10.nonfinite_layers', 'fail', r'''
         def nonfinite_layers(model, x):
             found, handles = [], []
@@ -558,7 +558,7 @@ ANSWERS = [
                 for h in handles:
                     h.remove()
             return found
-    ''', label="late-binding closure: every hook reports the last name", words=('name=name', ), defect="message does not name the mistake: only expected/found ['4', '4', '4', '4'] (late-binding closure)"),
+    ''', label="late-binding closure: every hook reports the last name", words=('name=name', )),
     Answer('10.fix_train_step', 'ok', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train()
@@ -695,7 +695,7 @@ ANSWERS = [
             loss.backward()
             optimizer.step()
             return loss.item()
-    ''', label="ignores loss_fn (hand-written NLL of log_softmax)", words=('loss_fn', ), defect="wrong answer accepted (every case passes CrossEntropyLoss, so ignoring loss_fn goes unseen)"),
+    ''', label="ignores loss_fn (hand-written NLL of log_softmax)", words=('loss_fn', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train()
@@ -706,7 +706,7 @@ ANSWERS = [
             optimizer.step()
             optimizer.step()
             return loss.item()
-    ''', label="steps twice", words=('twice', ), defect="message does not name the mistake: only 'parameters differ' (optimizer.step() called twice)"),
+    ''', label="steps twice", words=('twice', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train
@@ -727,7 +727,7 @@ ANSWERS = [
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             return loss.item()
-    ''', label="adds gradient clipping (changes the update)", words=('clip', ), defect="wrong answer accepted (gradient norms in the cases stay below 1, so clipping at 1.0 changes nothing)"),
+    ''', label="adds gradient clipping (changes the update)", words=('clip', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.training = True
@@ -747,7 +747,7 @@ ANSWERS = [
             loss.backward()
             optimizer.step()
             return loss.item()
-    ''', label="sigmoid instead of softmax before the loss", words=('sigmoid', ), defect="message does not name the mistake: only expected/found loss (sigmoid before CrossEntropyLoss)"),
+    ''', label="sigmoid instead of softmax before the loss", words=('sigmoid', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train()
@@ -757,7 +757,7 @@ ANSWERS = [
             loss.backward()
             optimizer.step()
             return loss.item()
-    ''', label="unpacks the batch as (y, x)", words=('swapped', ), defect="message does not name the mistake: a raw dtype RuntimeError (batch unpacked as (y, x))"),
+    ''', label="unpacks the batch as (y, x)", words=('swapped', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train()
@@ -769,7 +769,7 @@ ANSWERS = [
                 for p in model.parameters():
                     p -= 0.1 * p.grad
             return loss.item()
-    ''', label="hand-written SGD update instead of optimizer.step()", words=('optimizer.step()', ), defect="wrong answer accepted (one step from a fresh SGD(lr=0.1) optimizer equals a hand-written lr=0.1 update)"),
+    ''', label="hand-written SGD update instead of optimizer.step()", words=('optimizer.step()', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train()
@@ -779,7 +779,7 @@ ANSWERS = [
             loss.backward()
             optimizer.step()
             return loss.item() / len(y)
-    ''', label="scales the loss by the batch size (update too large)", words=('scaled', ), defect="message does not name the mistake: only 'parameters differ' (loss multiplied by the batch size)"),
+    ''', label="scales the loss by the batch size (update too large)", words=('scaled', )),
     Answer('10.fix_train_step', 'fail', r'''
         def fix_train_step(model, batch, optimizer, loss_fn):
             model.train()
@@ -791,5 +791,5 @@ ANSWERS = [
             loss.backward()
             optimizer.step()
             return loss.item()
-    ''', label="forward under no_grad (no gradient reaches the parameters)", words=('torch.no_grad', ), defect="hint names zero_grad between backward and step instead of the forward pass run under torch.no_grad()"),
+    ''', label="forward under no_grad (no gradient reaches the parameters)", words=('torch.no_grad', )),
 ]
