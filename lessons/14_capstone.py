@@ -10,12 +10,13 @@
 # # 14 · Capstone: from notebook to project
 #
 # A notebook is the right place to explore. A training run you want to repeat, compare and hand to
-# someone else belongs in a **script** with a **configuration**. This notebook assembles the
-# course's habits into a small project, `course_utils/capstone/`. It has a typed configuration,
-# filled from the command line and saved next to the outputs. Its training script writes structured
-# logs (CSV and TensorBoard) and checkpoints, and resumes exactly. The serving code of notebook 12
-# then runs the trained model. You run the script from here, read its logs back, and check each
-# promise with a number.
+# someone else belongs in a **script** with a **configuration**.
+#
+# This notebook assembles the course's habits into a small project, `course_utils/capstone/`. It
+# has a typed configuration, filled from the command line and saved next to the outputs. Its
+# training script writes structured logs (CSV and TensorBoard) and checkpoints, and resumes exactly.
+# The serving code of notebook 12 then runs the trained model. You run the script from here, read
+# its logs back, and check each promise with a number.
 #
 # ## You will learn (≈ 45 min)
 #
