@@ -35,7 +35,7 @@ import random
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
 import torch
@@ -58,8 +58,14 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
-    """``torch.save(obj)`` to ``path`` so that a crash never leaves a partial file there."""
+def atomic_save(obj: Any, path: str | os.PathLike,
+                save: Callable[[Any, BinaryIO], Any] | None = None) -> Path:
+    """``torch.save(obj)`` to ``path`` so that a crash never leaves a partial file there.
+
+    ``save(obj, file)`` writes the bytes (``torch.save`` by default); any other writer gets the same
+    guarantee, e.g. safetensors: ``atomic_save(state, "model.safetensors",
+    save=lambda s, f: f.write(safetensors.torch.save(s)))``.
+    """
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"expected a file path for the checkpoint, found the folder {path}; "
@@ -71,7 +77,7 @@ def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            (torch.save if save is None else save)(obj, f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the name points at them
         os.replace(tmp, path)  # atomic on POSIX and Windows (same folder, same filesystem)

@@ -9,12 +9,14 @@
 # %% [markdown]
 # # 12 · Export and deployment
 #
-# A trained model is a Python object plus a training script that knows how to feed it. Deployment
-# means taking it out of that context: into a file that runs without your Python code (an exported
-# graph, ONNX), behind a function that accepts what users really send (raw images), and with its
-# weights stored in a format that is safe to load. Each step has a classic way to fail *silently*:
-# a graph that froze one branch, an export compared in training mode, an image normalised
-# differently from training. This notebook reproduces each one and its fix.
+# A trained model is a Python object, plus a training script that knows how to feed it. Deployment
+# takes it out of that context: into a file that runs without your Python code (an exported graph,
+# ONNX), behind a function that accepts what users really send (raw images), with its weights in a
+# format that is safe to load.
+#
+# Each step has a classic way to fail *silently*: a graph that froze one branch, an export compared
+# in training mode, an image normalised differently from training. This notebook reproduces each
+# one, and its fix.
 #
 # ## You will learn (≈ 40 min)
 #
@@ -47,7 +49,7 @@ else:
 
 from course_utils.setup import setup
 
-setup()
+info = setup(seed=0)
 
 # %%
 import copy
@@ -66,6 +68,7 @@ import torch
 from PIL import Image
 from torch import nn
 
+from course_utils.claims import confirm
 from course_utils.data import ShapesDataset
 from course_utils.deploy import max_abs_diff, reuse_onnx_registry
 from course_utils.exercises import check
@@ -77,18 +80,26 @@ print("onnxruntime", onnxruntime.__version__, "| safetensors", safetensors.__ver
 
 # %% [markdown]
 # `reuse_onnx_registry()` is a course-only speed-up, not something for your own code: it patches a
-# private part of torch. On every call, `torch.onnx.export` first builds its table of translations
-# (which ONNX operators implement each of the several hundred ATen operators a graph may contain);
-# the patch builds that table once per session and hands each export a copy. It only saves time
-# (this notebook and its checkers export many times); the exported files are the same without it.
+# private part of torch.
+#
+# On every call, `torch.onnx.export` first builds its table of translations: which ONNX operators
+# implement each of the several hundred ATen operators a graph may contain. The patch builds that
+# table once per session and hands each export a copy. It only saves time (this notebook and its
+# checkers export many times); the exported files are the same without it.
 #
 # ## 1. A model to deploy
 #
-# The deployment artefacts of a classifier are its **weights**, the **normalisation statistics**
-# of its training data (notebook 05 computes them; without them nobody can feed the model
-# correctly) and the **class names**. Here is a small CNN for the course's 32×32 shape images, with
-# BatchNorm and Dropout (the two layers that behave differently in training and eval mode). We do
-# not train it — training is not this notebook's subject, and a deployment bug shows just as
+# A classifier ships three things:
+#
+# - its **weights**;
+# - the **normalisation statistics** of its training data (notebook 05 computes them; without them
+#   nobody can feed the model correctly);
+# - the **class names**.
+#
+# Here is a small CNN for the course's 32×32 shape images. It has BatchNorm and Dropout, the two
+# layers that behave differently in training and eval mode.
+#
+# We do not train it. Training is not this notebook's subject, and a deployment bug shows just as
 # clearly on an untrained model: we compare each pipeline with the correct one. We only let its
 # BatchNorm layers measure the statistics of the training images, as training would.
 
@@ -129,9 +140,11 @@ print("classes:", bundle["classes"])
 # %% [markdown]
 # ## 2. From Python to a graph: `jit.trace`, `torch.export`, `torch.cond`
 #
-# For deployment you want the model *without* Python: a file with the graph and the weights that a
-# server, a C++ runtime or a phone can run. Older tutorials do this with `torch.jit.trace`. Here is
-# a model with a **data-dependent branch**: inputs with a positive mean take a bigger sub-network.
+# For deployment you want the model *without* Python: a file with the graph and the weights, which a
+# server, a C++ runtime or a phone can run. Older tutorials do this with `torch.jit.trace`.
+#
+# Here is a model with a **data-dependent branch**: inputs with a positive mean take a bigger
+# sub-network.
 
 # %%
 class Gated(nn.Module):
@@ -154,11 +167,12 @@ negative = -torch.rand(5, 4) - 0.5
 # %% [markdown]
 # ### `torch.jit.trace`: deprecated, and silently wrong here
 #
-# Tracing runs the model once on an example input and records the operations that happened. The
+# Tracing runs the model once on an example input, and records the operations that happened. The
 # `if` is evaluated in Python during that run, so only the branch taken *for the example* is
-# recorded. In torch 2.14 `torch.jit.trace` (and `torch.jit.script`) also emit a `FutureWarning`
-# saying they are deprecated and pointing to `torch.compile` and `torch.export`; we capture the
-# warnings to show them.
+# recorded.
+#
+# In torch 2.14, `torch.jit.trace` (and `torch.jit.script`) also emit a `FutureWarning`: they are
+# deprecated, use `torch.compile` and `torch.export`. We capture the warnings to show them.
 
 # %% tags=["deprecated-on-purpose"]
 with capture_messages() as captured:
@@ -173,10 +187,10 @@ with torch.no_grad():
     print("same answer:", torch.allclose(gated(negative), traced(negative)))
 
 # %% [markdown]
-# No error — just a wrong answer for every input whose mean is not positive: the traced model
-# always runs `self.big`. The `TracerWarning` above was the only hint.
+# No error, just a wrong answer for every input whose mean is not positive: the traced model always
+# runs `self.big`. The `TracerWarning` above was the only hint.
 #
-# Older code then writes the traced module to a file with `torch.jit.save` and loads it with
+# Older code then writes the traced module to a file with `torch.jit.save`, and loads it with
 # `torch.jit.load`, which needs no Python class. Both are deprecated in torch 2.14 as well (their
 # `FutureWarning`s are printed below), and the file keeps the frozen branch. What replaces them is
 # `torch.export.save` / `torch.export.load` of an `ExportedProgram`, a few cells down.
@@ -194,11 +208,14 @@ with torch.no_grad():
 # ### `torch.export`: the current path, and it refuses to guess
 #
 # `torch.export.export(model, example_args)` traces the model into an `ExportedProgram`: a graph of
-# ATen operators plus the weights, with explicit input shapes. Unlike tracing, it does **not**
-# silently pick a branch that depends on tensor **values**: a Python `if` on a tensor value is an
-# error. (A branch on a *shape* is another matter: with a static shape export specialises it
-# silently, as tracing does — the shape is fixed anyway; with a dynamic `Dim` it refuses and
-# suggests the range of sizes for which the branch holds.)
+# ATen operators plus the weights, with explicit input shapes.
+#
+# Unlike tracing, it does **not** silently pick a branch that depends on tensor **values**: a Python
+# `if` on a tensor value is an error.
+#
+# A branch on a *shape* is another matter. With a static shape, export specialises it silently, as
+# tracing does (the shape is fixed anyway). With a dynamic `Dim`, it refuses, and suggests the range
+# of sizes for which the branch holds.
 
 # %%
 with capture_messages() as captured:               # export also prints its partial graph
@@ -210,16 +227,18 @@ with capture_messages() as captured:               # export also prints its part
 print(type(export_error).__name__)
 print(str(export_error).splitlines()[0])
 print("at:", [line.split("code:")[1] for line in captured.stderr.splitlines() if "code:" in line][0])
-assert export_error is not None
+confirm(export_error is not None, "torch.export refuses the Python if on a tensor value")
 
 
 # %% [markdown]
 # "Could not guard on data-dependent expression": to decide the `if`, export would need the value of
-# `x.mean() > 0`, which does not exist during export: it traces with *fake* tensors that carry
-# shapes and dtypes but no data. The fix is to make the
-# branch part of the graph with **`torch.cond(pred, true_fn, false_fn, operands)`**: both branches
-# are captured, and the choice happens when the exported program runs. (For element-wise choices,
-# `torch.where` does the same job.) We also let the batch size vary with `torch.export.Dim`.
+# `x.mean() > 0`. That value does not exist during export: it traces with *fake* tensors, which
+# carry shapes and dtypes but no data.
+#
+# The fix is to make the branch part of the graph with
+# **`torch.cond(pred, true_fn, false_fn, operands)`**. Both branches are captured, and the choice
+# happens when the exported program runs. (For element-wise choices, `torch.where` does the same
+# job.) We also let the batch size vary with `torch.export.Dim`.
 
 # %%
 class GatedCond(Gated):
@@ -236,8 +255,8 @@ print(exported.graph_module.code.strip())
 
 # %% [markdown]
 # The graph holds `torch.ops.higher_order.cond` with both sub-graphs (`true_graph_0` is `big`,
-# `false_graph_0` is `small`). Save it, load it back — no Python class needed — and compare with the
-# eager model on both kinds of input and several batch sizes:
+# `false_graph_0` is `small`). Save it, and load it back (no Python class needed). Then compare it
+# with the eager model, on both kinds of input and several batch sizes:
 
 # %%
 path = workdir / "gated.pt2"
@@ -250,32 +269,38 @@ with torch.no_grad():
 
 # %% [markdown]
 # The habit behind this section: keep the structure of `forward` **predictable**. Python's freedom
-# (an `if` on a value, a loop whose length depends on the data) costs nothing in eager mode, but
-# every such choice is a place where a trace goes silently wrong and where export stops (and
-# `torch.compile` breaks its graph, notebook 11). Make the few choices the model really needs
-# explicit (`torch.cond`, `torch.where`, a `Dim` with a range), and say why in a comment, as
-# `GatedCond` does.
+# (an `if` on a value, a loop whose length depends on the data) costs nothing in eager mode. But
+# every such choice is a place where a trace goes silently wrong, where export stops, and where
+# `torch.compile` breaks its graph (notebook 11).
 #
-# Where an `ExportedProgram` can go next — pointers for further reading, none of them run in this
-# notebook: AOTInductor (`torch._inductor.aoti_compile_and_package`) compiles it into a library
-# that C++ code can load without Python (it needs a C++ compiler and a long compile, more than this
-# notebook should cost); ExecuTorch, a separate package not installed for the course, targets
-# phones and microcontrollers. The third route, `torch.onnx.export(..., dynamo=True)` — which uses
-# `torch.export` inside — converts it to ONNX, the format many inference engines read: that one is
-# run and checked in the next section.
+# Make the few choices the model really needs explicit (`torch.cond`, `torch.where`, a `Dim` with a
+# range), and say why in a comment, as `GatedCond` does.
+#
+# Where an `ExportedProgram` can go next (pointers for further reading; only the last one runs in
+# this notebook):
+#
+# - AOTInductor (`torch._inductor.aoti_compile_and_package`) compiles it into a library that C++
+#   code can load without Python. It needs a C++ compiler and a long compile, more than this
+#   notebook should cost.
+# - ExecuTorch, a separate package not installed for the course, targets phones and
+#   microcontrollers.
+# - `torch.onnx.export(..., dynamo=True)`, which uses `torch.export` inside, converts it to ONNX,
+#   the format many inference engines read. The next section runs and checks it.
 #
 # ## 3. ONNX export and a parity check with ONNX Runtime
 #
-# `torch.onnx.export(model, args, f, dynamo=True)` captures the model with `torch.export` and
-# translates the graph to ONNX operators (`dynamo=True` is the default in torch 2.14; we write
-# it out because older versions defaulted to the TorchScript exporter). One argument matters
-# every time:
+# `torch.onnx.export(model, args, f, dynamo=True)` captures the model with `torch.export`, and
+# translates the graph to ONNX operators. (`dynamo=True` is the default in torch 2.14; we write it
+# out because older versions defaulted to the TorchScript exporter.)
 #
-# - `dynamic_shapes`: by default every dimension of the example is fixed, so a model exported on
-#   a batch of 4 accepts *only* batches of 4. Name the batch dimension dynamic: one entry per
-#   argument of `forward`, each a dict `{dim_index: Dim}`, either as a tuple in argument order
-#   (as below) or as a dict keyed by the names of `forward`'s arguments (`{"x": {0: batch}}`
-#   above; for an `nn.Sequential` the argument is called `input`). The tuple form avoids names.
+# One argument matters every time: `dynamic_shapes`. By default every dimension of the example is
+# fixed, so a model exported on a batch of 4 accepts *only* batches of 4. Name the batch dimension
+# dynamic, with one entry per argument of `forward`, each a dict `{dim_index: Dim}`. Give them
+# either:
+#
+# - as a tuple in argument order (as below; this form avoids names);
+# - or as a dict keyed by the names of `forward`'s arguments (`{"x": {0: batch}}` above; for an
+#   `nn.Sequential` the argument is called `input`).
 #
 # `verbose=False` is cosmetic: it only silences the exporter's progress lines.
 #
@@ -294,17 +319,20 @@ for node in session.get_inputs() + session.get_outputs():
     print(f"{node.name}: {node.type} {node.shape}")
 
 # %% [markdown]
-# The graph is in `cnn.onnx`; the weights went to the side file `cnn.onnx.data` (ONNX files have a
-# 2 GB limit, so large weights live outside; `external_data=False` keeps one file for small models).
+# The graph is in `cnn.onnx`. The weights went to the side file `cnn.onnx.data`: ONNX files have a
+# 2 GB limit, so large weights live outside (`external_data=False` keeps one file for small models).
 # Ship both: `cnn.onnx.data` must sit next to `cnn.onnx` under that name, or loading the session
 # fails because the weights are missing.
-# The input is named `input` with shape `['batch', 3, 32, 32]`: the batch dimension is symbolic.
 #
-# ONNX Runtime takes a dict `{input name: numpy array}` and returns a list of numpy arrays, one per
-# output. The **parity check**: run the same inputs through both, take the largest absolute
-# difference, and compare it with a tolerance you state in advance. Exact equality is the wrong
-# test: ONNX Runtime fuses and reorders float32 operations, so results differ in the last bits.
-# A tolerance of `1e-4` on outputs of order 1 catches every real bug below and passes rounding.
+# The input is named `input`, with shape `['batch', 3, 32, 32]`: the batch dimension is symbolic.
+#
+# ONNX Runtime takes a dict `{input name: numpy array}`, and returns a list of numpy arrays, one per
+# output.
+#
+# The **parity check**: run the same inputs through both, take the largest absolute difference, and
+# compare it with a tolerance you state in advance. Exact equality is the wrong test: ONNX Runtime
+# fuses and reorders float32 operations, so results differ in the last bits. A tolerance of `1e-4`
+# on outputs of order 1 catches every real bug below, and passes rounding.
 
 # %%
 TOLERANCE = 1e-4
@@ -318,7 +346,7 @@ for batch_size in (4, 9):                       # the exported size and another 
     # rounding noise differs between machines and versions: print the power of ten it stays below
     below = f"<= {10.0 ** math.ceil(math.log10(diff)):.0e}" if diff > 0 else "= 0"
     print(f"batch {batch_size}: max |onnx - torch| {below} (tolerance {TOLERANCE:g})")
-    assert diff < TOLERANCE
+    confirm(diff < TOLERANCE, f"ONNX Runtime agrees with PyTorch within {TOLERANCE:g} at batch size {batch_size}")
 
 # %% [markdown]
 # Three ways to get this check wrong, live:
@@ -399,8 +427,8 @@ check("12.onnx_parity", onnx_parity)
 # ## 4. An inference wrapper: raw images in, labels out
 #
 # Users do not send normalised float tensors. They send images: `uint8` arrays in height × width ×
-# channels (HWC) order, straight from a decoder, or PIL images. The wrapper must apply *exactly*
-# the preprocessing the model was trained with, then return something a human can use:
+# channels (HWC) order, straight from a decoder, or PIL images. The wrapper must apply *exactly* the
+# preprocessing the model was trained with. Then it returns something a human can use:
 #
 # 1. HWC `uint8` → CHW (`permute(2, 0, 1)`), stacked into a batch `[N, 3, H, W]` (one image too);
 # 2. `uint8` 0–255 → `float32` 0–1 (divide by 255);
@@ -409,8 +437,8 @@ check("12.onnx_parity", onnx_parity)
 #    autograd bookkeeping);
 # 5. softmax over the class dimension (`dim=1`), argmax → class names.
 #
-# Below, the correct pipeline and four classic bugs, each differing from it in one line, on the 64
-# validation images. "Agree" counts the labels that match the correct pipeline's.
+# Below are the correct pipeline and four classic bugs, each differing from it in one line, on the
+# 64 validation images. "Agree" counts the labels that match the correct pipeline's.
 
 # %%
 images = [Image.fromarray(array) for array in val_set.data]       # what a user sends: PIL images
@@ -436,13 +464,16 @@ variants = {
 for label, probs in variants.items():
     agree = (probs.argmax(dim=1) == right.argmax(dim=1)).sum().item()
     print(f"{label:45s} agree {agree:2d}/64, max prob change {max_abs_diff(probs, right):.2f}")
-    assert agree < 64
+    confirm(agree < 64, f"the bug '{label}' changes at least one label")
 
 # %% [markdown]
-# Each bug runs without an error and returns plausible-looking probabilities: only a comparison
-# with the training pipeline reveals it. (What we measured is agreement with the correct pipeline,
-# on an untrained model; on your trained model, measure the same agreement, or the accuracy, before
-# you deploy.) A fifth one does raise — HWC fed as is, the channel axis in the wrong place:
+# Each bug runs without an error and returns plausible-looking probabilities. Only a comparison with
+# the training pipeline reveals it.
+#
+# What we measured is agreement with the correct pipeline, on an untrained model. On your trained
+# model, measure the same agreement, or the accuracy, before you deploy.
+#
+# A fifth bug does raise: HWC fed as is, with the channel axis in the wrong place:
 
 # %%
 try:
@@ -487,9 +518,9 @@ check("12.predict", predict)
 # %% [markdown]
 # ## 5. Saving the weights: `torch.save` vs `safetensors`
 #
-# A checkpoint made with `torch.save` is a **pickle**: loading it with the full unpickler can run
-# any code the file contains. That is why `torch.load` has `weights_only=True` by default (notebook
-# 09): it only rebuilds tensors, containers and numbers, and refuses everything else.
+# A checkpoint made with `torch.save` is a **pickle**: loading it with the full unpickler can run any
+# code the file contains. That is why `torch.load` has `weights_only=True` by default (notebook 09).
+# It only rebuilds tensors, containers and numbers, and refuses everything else.
 
 # %%
 class Innocent:
@@ -511,11 +542,13 @@ restored = torch.load(plain, weights_only=True)
 print("loaded back with weights_only=True:", sorted(restored), "| classes:", len(restored["classes"]))
 
 # %% [markdown]
-# **safetensors** is a different format: a JSON header (names, dtypes, shapes, plus string
-# metadata) followed by the raw bytes of each tensor. There is no code in it to run, and loading
-# can map the file into memory without copying. `safetensors.torch.save_file(dict_of_tensors, path,
-# metadata=...)` writes one; `load_file(path)` returns the dict. Metadata values must be strings:
-# store the normalisation statistics and class names as JSON.
+# **safetensors** is a different format: a JSON header (names, dtypes, shapes, plus string metadata),
+# followed by the raw bytes of each tensor. There is no code in it to run, and loading can map the
+# file into memory without copying.
+#
+# `safetensors.torch.save_file(dict_of_tensors, path, metadata=...)` writes one; `load_file(path)`
+# returns the dict. Metadata values must be strings: store the normalisation statistics and class
+# names as JSON.
 
 # %%
 weights_path = workdir / "cnn.safetensors"
@@ -533,13 +566,15 @@ with torch.inference_mode():
     print("same outputs:", torch.equal(fresh(example), model(example)))
 
 # %% [markdown]
-# What safetensors refuses: a dict whose tensors **share memory**. Tied weights (a decoder that
-# reuses the embedding matrix, common in language models) are one parameter under two names, and
-# the format stores each name's bytes separately, so `save_file` stops rather than silently
-# untying them. `safetensors.torch.save_model(model, path)` stores the tensor once, under one name,
-# drops the duplicate names (and records them in the metadata); `load_model(model, path)` fills the
-# kept name, and the duplicate follows because the model's *constructor* tied the two (load_model
-# does not re-tie anything).
+# What safetensors refuses, first: a dict whose tensors **share memory**. Tied weights (a decoder
+# that reuses the embedding matrix, common in language models) are one parameter under two names.
+# The format stores each name's bytes separately, so `save_file` stops rather than silently untying
+# them.
+#
+# `safetensors.torch.save_model(model, path)` stores the tensor once, under one name. It drops the
+# duplicate names (and records them in the metadata). `load_model(model, path)` fills the kept name;
+# the duplicate follows because the model's *constructor* tied the two (`load_model` does not re-tie
+# anything).
 #
 # `save_file` also refuses a **non-contiguous** tensor (a transposed view, say, as some conversions
 # leave parameters): it stores plain row-major bytes. Call `.contiguous()` on it; `save_model` does
@@ -634,11 +669,19 @@ print("work folder removed:", not workdir.exists())
 #
 # ## Further reading
 #
-# - PyTorch docs: *torch.export* (the ExportedProgram, dynamic shapes with `Dim`, control flow).
-# - PyTorch docs: *torch.cond* (control flow operators).
-# - PyTorch docs: *torch.onnx* (the `dynamo=True` exporter, `dynamic_shapes`).
-# - ONNX Runtime docs: *Python API* (`InferenceSession`, providers, inputs and outputs).
-# - PyTorch docs: *AOTInductor* and *ExecuTorch* for deployment without Python.
-# - safetensors docs: *Torch API* and *Torch shared tensors*.
-# - PyTorch docs: *Serialization semantics* (`torch.load` with `weights_only`).
-# - Next: `13_distributed_data_parallel.ipynb`.
+# - PyTorch docs: [torch.export](https://docs.pytorch.org/docs/stable/export.html) (the
+#   ExportedProgram, dynamic shapes with `Dim`, control flow).
+# - PyTorch docs: [torch.cond](https://docs.pytorch.org/docs/stable/generated/torch.cond.html)
+#   (control flow operators).
+# - PyTorch docs: [torch.onnx](https://docs.pytorch.org/docs/stable/onnx.html) (the `dynamo=True`
+#   exporter, `dynamic_shapes`).
+# - ONNX Runtime docs: [Python API](https://onnxruntime.ai/docs/api/python/api_summary.html)
+#   (`InferenceSession`, providers, inputs and outputs).
+# - PyTorch docs: [AOTInductor](https://docs.pytorch.org/docs/stable/torch.compiler_aot_inductor.html)
+#   and [ExecuTorch](https://docs.pytorch.org/executorch/stable/index.html) for deployment without
+#   Python.
+# - safetensors docs: [Torch API](https://huggingface.co/docs/safetensors/api/torch) and
+#   [Torch shared tensors](https://huggingface.co/docs/safetensors/torch_shared_tensors).
+# - PyTorch docs: [Serialization semantics](https://docs.pytorch.org/docs/stable/notes/serialization.html)
+#   (`torch.load` with `weights_only`).
+# - Next: [13 · Distributed data parallel](13_distributed_data_parallel.ipynb).

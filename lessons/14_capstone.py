@@ -9,13 +9,14 @@
 # %% [markdown]
 # # 14 · Capstone: from notebook to project
 #
-# A notebook is the right place to explore; a training run you want to repeat, compare and hand to
-# someone else belongs in a **script** with a **configuration**. This notebook assembles the
-# course's habits into a small project, `course_utils/capstone/`: a typed configuration filled from
-# the command line and saved next to the outputs, a training script that writes structured logs
-# (CSV and TensorBoard), checkpoints and resumes exactly, and the serving code of notebook 12 on
-# the trained model. You run the script's entry point from here, read its logs back, and check
-# each promise with a number.
+# A notebook is the right place to explore. A training run you want to repeat, compare and hand to
+# someone else belongs in a **script** with a **configuration**.
+#
+# This notebook assembles the course's habits into a small project, `course_utils/capstone/`. It
+# has a typed configuration, filled from the command line and saved next to the outputs. Its
+# training script writes structured logs (CSV and TensorBoard) and checkpoints, and resumes exactly.
+# The serving code of notebook 12 then runs the trained model. You run the script from here, read
+# its logs back, and check each promise with a number.
 #
 # ## You will learn (≈ 45 min)
 #
@@ -65,6 +66,7 @@ from torch import nn
 from course_utils.capstone import config as capstone_config
 from course_utils.capstone import train as project
 from course_utils.capstone.config import Config, load_config, parse_bool, save_config
+from course_utils.claims import confirm
 from course_utils.data import CLASSES, make_shapes
 from course_utils.doctor import diagnose
 from course_utils.exercises import check
@@ -75,8 +77,8 @@ workdir = Path(tempfile.mkdtemp(prefix="nb14-"))  # every file this notebook wri
 # %% [markdown]
 # ## 1. The configuration: a dataclass, not scattered constants
 #
-# Everything a run depends on lives in one place, `Config`, a dataclass with a type and a default
-# for every field. The code reads its settings only from there, so two runs differ exactly by their
+# Everything a run depends on lives in one place, `Config`: a dataclass with a type and a default
+# for every field. The code reads its settings only from there. So two runs differ exactly by their
 # configurations, and a configuration saved next to the outputs tells you later how they were made.
 
 # %%
@@ -84,7 +86,7 @@ for field in dataclasses.fields(Config):
     print(f"{field.name:12} {type(field.default).__name__:6} default {field.default!r}")
 
 # %% [markdown]
-# The command line gives strings. `argparse` converts them only when told the type, and two
+# The command line gives strings. `argparse` converts them only when told the type. Two
 # conversions look right but are not:
 
 # %%
@@ -97,10 +99,10 @@ print("resume:", args.resume, "  because bool('False') is", bool("False"))
 print("parse_bool('False') ->", parse_bool("False"))
 
 # %% [markdown]
-# A misspelt option is the third trap: `parse_known_args` returns what it did not understand
-# instead of stopping, so `--learning-rate 0.1` (the field is `lr`) would train with the default
-# rate without a word. `parse_args` stops with a message (and `SystemExit`, which is how a script
-# ends on a bad command line):
+# A misspelt option is the third trap. `parse_known_args` returns what it did not understand
+# instead of stopping. So `--learning-rate 0.1` (the field is called `lr`) would train with the
+# default rate, without a word. `parse_args` stops with a message and `SystemExit`, which is how a
+# script ends on a bad command line:
 
 # %%
 strict = argparse.ArgumentParser()  # the default parser exits on a bad command line
@@ -140,10 +142,10 @@ def config_from_args(argv: list[str]) -> Config:
 check("14.config_from_args", config_from_args)
 
 # %% [markdown]
-# The project's own version is `course_utils.capstone.config.config_from_args` (the rest of this
-# notebook uses it, so it runs before you solve the exercise); the script calls it with
-# `sys.argv[1:]`. The configuration goes to `config.json` in the run's folder, and comes
-# back as the same dataclass:
+# The project's own version is `course_utils.capstone.config.config_from_args`. The rest of this
+# notebook uses it, so it runs before you solve the exercise. The script calls it with
+# `sys.argv[1:]`. The configuration goes to `config.json` in the run's folder and comes back as the
+# same dataclass:
 
 # %%
 cfg = capstone_config.config_from_args(["--epochs", "5", "--lr", "0.003"])
@@ -154,12 +156,14 @@ print("loaded back equal:", load_config(workdir / "demo") == cfg)
 # %% [markdown]
 # ## 2. The whole pipeline on tiny data first
 #
-# A real run that crashes after an hour in its saving code costs an hour. So before it, run
-# **every stage** on almost nothing: 1 epoch of 2 batches, a small validation set, save, load,
-# export, predict. It takes seconds, and a bug anywhere shows up now. This is also the order in
-# which to grow a project: small data and the simple model first, scale only once every stage
-# works (section 4 takes the next step and measures it). Here it runs in this process
-# (`project.train` is the function the script calls):
+# Before the real run, run **every stage** on almost nothing: 1 epoch of 2 batches and a small
+# validation set, then save, load, export and predict. It takes seconds, and a bug anywhere shows up
+# now. A real run that crashes after an hour in its saving code costs an hour.
+#
+# This is also the order in which to grow a project: small data and the simple model first. Scale
+# only once every stage works (section 4 takes the next step and measures it).
+#
+# Here the smoke test runs in this process (`project.train` is the function the script calls):
 
 # %%
 smoke = workdir / "smoke"
@@ -172,25 +176,31 @@ exported = torch.export.export(reloaded, (project.to_inputs(images),))
 same = torch.allclose(exported.module()(project.to_inputs(images)), reloaded(project.to_inputs(images)))
 print("exported program agrees with the model:", same)
 print("predictions:", project.predict(reloaded, list(images))[0])
-assert summary["seconds"] < 60, "a smoke test should take seconds"
+confirm(summary["seconds"] < 60, "the smoke test runs every stage in seconds, well under a minute")
 
 # %% [markdown]
-# The predictions are nonsense (2 steps of training); the point is that nothing crashed and every
-# file exists.
+# The predictions are nonsense after 2 steps of training. The point is that nothing crashed and
+# every file exists.
 #
 # ## 3. What to log every step
 #
-# A loss curve alone rarely tells you *why* training is slow or unstable. The script logs, per
-# optimizer step: the **loss**; the **learning rate** the optimizer holds (a scheduler changes
-# it); the **gradient norm** (spikes precede divergence; `clip_grad_norm_` returns it); the
-# **update/weight ratio** `‖Δw‖ / ‖w‖`, how much one step changes the weights relative to their
-# size; and the **memory** in use (the process's resident memory on a CPU, the peak of
-# `torch.cuda.max_memory_allocated()` on a GPU).
+# A loss curve alone rarely tells you *why* training is slow or unstable. So the script logs five
+# numbers per optimizer step:
 #
-# A common rule of thumb says the update/weight ratio should be around **1e-3**: much smaller
-# (1e-5) and the weights barely move, so the learning rate is probably too low; much larger
-# (1e-1) and each step rewrites the weights, so training is likely unstable. It is a guide, not
-# a law: Adam in its first steps, and biases that start at zero, sit far from it.
+# - the **loss**;
+# - the **learning rate** the optimizer holds (a scheduler changes it);
+# - the **gradient norm**: spikes precede divergence (`clip_grad_norm_` returns it);
+# - the **update/weight ratio** `‖Δw‖ / ‖w‖`: how much one step changes the weights, relative to
+#   their size;
+# - the **memory** in use: the process's resident memory on a CPU, the peak of
+#   `torch.cuda.max_memory_allocated()` on a GPU.
+#
+# A common rule of thumb says the update/weight ratio should be around **1e-3**. Much smaller
+# (1e-5): the weights barely move, so the learning rate is probably too low. Much larger (1e-1):
+# each step rewrites the weights, so training is likely unstable.
+#
+# The rule is a guide, not a law: Adam in its first steps, and biases that start at zero, sit far
+# from it.
 #
 # ### Exercise 2 — `update_ratio`
 #
@@ -211,8 +221,8 @@ def update_ratio(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]
 check("14.update_ratio", update_ratio)
 
 # %% [markdown]
-# Measure it for one step of the project's model (plain SGD) with three learning rates
-# (`project.update_ratio` is the project's version of your function):
+# Measure the ratio for one step of plain SGD on the project's model, at three learning rates.
+# `project.update_ratio` is the project's version of your function:
 
 # %%
 x, y = project.load_split("train", 64, seed=0)
@@ -251,23 +261,25 @@ check("14.log_row", log_row)
 # %% [markdown]
 # ## 4. The real run: the script's entry point
 #
-# The script is an ordinary module; in a terminal a run is one command,
+# The script is an ordinary module. In a terminal, a run is one command:
 # `python -m course_utils.capstone.train --epochs 3 --out runs/a`. Python then calls the module's
-# `main(argv)` with the words after the module name (the last two lines of `train.py`), and
-# `main` parses them into a `Config` and trains. Here we call the same `main` with the same words,
-# in this process: a second Python would import torch and its friends again (several seconds and
-# several hundred MB of memory, for the same code path). The course's own tests start it as a
-# separate process, exactly as a terminal does. First, what the command line accepts, from the
-# script's own parser:
+# `main(argv)` with the words after the module name (the last two lines of `train.py`). `main`
+# parses them into a `Config` and trains.
+#
+# Here we call the same `main` with the same words, in this process. A second Python would import
+# torch and its friends again: several seconds and several hundred MB of memory, for the same code
+# path. The course's own tests start the script as a separate process, exactly as a terminal does.
+#
+# First, what the command line accepts, from the script's own parser:
 
 # %%
 with contextlib.suppress(SystemExit):  # --help prints the options, then ends the script with status 0
     project.main(["--help"])
 
 # %% [markdown]
-# The defaults are the real run: 3 epochs over 3,000 training images in batches of 64, Adam with a
-# one-cycle schedule peaking at 0.01 (notebook 06: without the warm-up, this CNN sits at chance for
-# its first epoch), validated on 256 images after every epoch.
+# The defaults are the real run: 3 epochs over 3,000 training images in batches of 64, validated on
+# 256 images after every epoch. The optimizer is Adam with a one-cycle schedule peaking at 0.01
+# (notebook 06: without the warm-up, this CNN sits at chance for its first epoch).
 
 # %%
 full = workdir / "full"
@@ -275,8 +287,8 @@ status = project.main(["--out", str(full)])
 print("exit status:", status, " files:", sorted(p.name for p in full.iterdir()))
 
 # %% [markdown]
-# Read the logs back. The CSV is for you and your plots; the TensorBoard event file holds the same
-# numbers for `tensorboard --logdir <run folder>`:
+# Read the logs back. The CSV is for you and your plots. The TensorBoard event file holds the same
+# numbers, for `tensorboard --logdir <run folder>`:
 
 # %%
 steps = read_csv_log(full / "steps.csv")
@@ -291,7 +303,7 @@ for row in read_csv_log(full / "epochs.csv"):
 
 # %% [markdown]
 # The path this project took, in numbers: the smoke test of section 2, then the same code on the
-# real amount of data. Each configuration sits in its run's `config.json`, so the comparison needs
+# real amount of data. Each run's configuration sits in its `config.json`, so the comparison needs
 # nothing but the two folders:
 
 # %%
@@ -299,7 +311,7 @@ for name, folder in [("smoke test", smoke), ("full run", full)]:
     run_cfg, last = load_config(folder), read_csv_log(folder / "epochs.csv")[-1]
     print(f"{name:10}: {run_cfg.train_size:4} training images, {last['step']:3.0f} steps, "
           f"val_acc {last['val_acc']:.3f}")
-assert last["val_acc"] > 0.8, "the default run should learn the shapes"
+confirm(last["val_acc"] > 0.8, "the default three-epoch run learns the shapes: validation accuracy above 0.8")
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(15, 3))
@@ -318,21 +330,33 @@ print(f"update/weight ratio: step 1 {ratio[0]:.0e}, largest {max(ratio):.0e} (st
       f"last {ratio[-1]:.0e}")
 
 # %% [markdown]
-# The ratio follows the learning rate (the numbers above): already above 1e-3 at the first step,
-# while the one-cycle schedule warms up (Adam's first steps are about `lr` per weight, whatever the
-# gradient's size), largest near the schedule's peak (30 % of the run), then down by orders of
-# magnitude as the rate is annealed towards zero. A short, deliberately aggressive schedule on a
-# tiny model; in a long run, a ratio that stayed that far above 1e-3 would be the sign to lower
-# the rate.
+# The ratio follows the learning rate (the numbers above):
+#
+# - it is already above 1e-3 at the first step, while the one-cycle schedule warms up: Adam's first
+#   steps move each weight by about `lr`, whatever the gradient's size;
+# - it is largest near the schedule's peak (30 % of the run);
+# - then it falls by orders of magnitude as the rate is annealed towards zero.
+#
+# This is a short, deliberately aggressive schedule on a tiny model. In a long run, a ratio that
+# stayed that far above 1e-3 would be the sign to lower the rate.
 #
 # ## 5. Resume: the run continues exactly
 #
-# `checkpoint.pt` is written after every epoch with everything the next step depends on: model,
-# optimizer (Adam's moment estimates), scheduler, epoch and step counters. The shuffle of every
-# epoch comes from its own generator, seeded with `seed + epoch`, so a resumed run draws the same
-# batches. Test it on a short run (2 epochs of 512 images, to keep it quick): uninterrupted once;
-# then the same run stopped after epoch 1 (`--stop-after 1`, as if the machine went down) and
-# resumed with `--resume true`. The two must log the same losses.
+# `checkpoint.pt` is written after every epoch. It holds everything the next step depends on: the
+# model, the optimizer (Adam's moment estimates), the scheduler, and the epoch and step counters. It
+# also holds the library versions that wrote it (notebook 09: the first question when a load fails
+# or results differ).
+#
+# The script writes `checkpoint.pt` and `model.safetensors` with `atomic_save` (notebook 09): to a
+# temporary file first, then renamed over the old one. A crash mid-save leaves the previous
+# checkpoint, never half a file, so `--resume true` always finds one it can load.
+#
+# The shuffle of every epoch comes from its own generator, seeded with `seed + epoch`. So a resumed
+# run draws the same batches.
+#
+# Test it on a short run, 2 epochs of 512 images (16 steps), to keep it quick. Run it once without
+# interruption. Then run it stopped after epoch 1 (`--stop-after 1`, as if the machine went down)
+# and resume it with `--resume true`. The two must log the same losses.
 
 # %%
 short = ["--epochs", "2", "--train-size", "512", "--tensorboard", "false"]
@@ -347,9 +371,13 @@ print("largest loss difference to the uninterrupted run:",
       max(abs(a["loss"] - b["loss"]) for a, b in zip(again, uninterrupted)))
 
 # %% [markdown]
-# Resuming only the model's weights is the classic mistake: the optimizer restarts with empty
-# moment estimates (and, without the scheduler's state, the schedule from its first rate), and
-# the curve jumps. Reproduce the optimizer part of it on the copy of the interrupted run:
+# The resumed run logs all 16 losses of the uninterrupted one, with no difference. This short run
+# only checks that the steps are identical. It is too short to learn: its validation loss stays near
+# ln 10 ≈ 2.303, the loss of guessing among 10 classes.
+#
+# Resuming only the model's weights is the classic mistake. The optimizer restarts with empty moment
+# estimates, so the curve jumps. (Without the scheduler's state, the schedule would also restart from
+# its first rate.) Reproduce the optimizer part on the copy of the interrupted run:
 
 # %%
 checkpoint = torch.load(naive / "checkpoint.pt", weights_only=True)
@@ -362,12 +390,16 @@ print("largest loss difference, optimizer state not restored:",
       round(max(abs(a["loss"] - b["loss"]) for a, b in zip(broken, uninterrupted)), 3))
 
 # %% [markdown]
+# The resumed run without Adam's moment estimates leaves the uninterrupted one: its losses differ
+# (the largest difference is printed above). Even on this short run, the steps are no longer the
+# same.
+#
 # ## 6. Serving the trained model
 #
-# `model.safetensors` holds the weights only (no code, nothing executed on loading). The serving
-# side rebuilds the architecture, loads them, and wraps preprocessing and postprocessing exactly as
-# in notebook 12: `uint8` images in, class names and probabilities out, the **training** statistics
-# for normalising, eval mode, no gradients.
+# `model.safetensors` holds the weights only: no code, and nothing is executed on loading. The
+# serving side rebuilds the architecture and loads them. It wraps preprocessing and postprocessing
+# exactly as in notebook 12: `uint8` images in, class names and probabilities out. It normalises with
+# the **training** statistics, in eval mode, without gradients.
 
 # %%
 served = project.load_model(full)
@@ -377,17 +409,19 @@ accuracy = sum(name == CLASSES[label] for name, label in zip(names, test_labels)
 print("first 6 predictions:", names[:6])
 print("true classes:       ", [CLASSES[label] for label in test_labels[:6]])
 print(f"test accuracy {accuracy:.3f} (chance {1 / len(CLASSES):.2f}); probabilities {tuple(probs.shape)}")
-assert accuracy > 0.8
+confirm(accuracy > 0.8, "the served model is right on more than 8 test images in 10")
 
 # %% [markdown]
 # On test images it never saw, the served model is right more than 8 times in 10 (the accuracy
-# above, against 1 in 10 by chance), after a three-epoch run. The next step up is one command
-# away (`--epochs 10`, then a bigger model), logged, resumable and servable the same way.
+# above; chance is 1 in 10). That took a three-epoch run.
+#
+# The next step up is one command away: `--epochs 10`, then a bigger model. It is logged, resumable
+# and servable the same way.
 #
 # ## 7. The training doctor on your step
 #
-# Before a long run, ask the doctor of notebook 10 about the setup: it runs one batch through
-# copies of the model and optimizer and reports what looks wrong.
+# Before a long run, ask the doctor of notebook 10 about the setup. It runs one batch through copies
+# of the model and optimizer, and reports what looks wrong.
 
 # %%
 torch.manual_seed(0)
@@ -414,14 +448,18 @@ print("work folder removed:", not workdir.exists())
 #   seconds.
 # - Log per step: loss, learning rate, gradient norm, update/weight ratio (around 1e-3 is the usual
 #   guide), memory; plain Python numbers, to CSV and TensorBoard.
-# - A checkpoint for resuming holds model, optimizer, scheduler and position, and the data order
-#   must be reproducible: then a resumed run equals an uninterrupted one.
+# - A checkpoint for resuming holds model, optimizer, scheduler, position and library versions, and
+#   is written atomically. With a reproducible data order, a resumed run equals an uninterrupted one.
 # - Serve weights (safetensors) through a wrapper that repeats the training preprocessing.
 #
 # ## Further reading
 #
-# - Python docs: *argparse — Parser for command-line options* and *dataclasses — Data Classes*.
-# - PyTorch docs: *torch.utils.tensorboard* (`SummaryWriter`).
-# - PyTorch docs: *Saving and Loading Models* (a general checkpoint for resuming).
-# - PyTorch docs: *torch.export*; safetensors docs: *Torch API*.
-# - Previous: `13_distributed_data_parallel.ipynb`.
+# - Python docs: [argparse — Parser for command-line options](https://docs.python.org/3/library/argparse.html)
+#   and [dataclasses — Data Classes](https://docs.python.org/3/library/dataclasses.html).
+# - PyTorch docs: [torch.utils.tensorboard](https://docs.pytorch.org/docs/stable/tensorboard.html)
+#   (`SummaryWriter`).
+# - PyTorch tutorials: [Saving and Loading Models](https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html)
+#   (a general checkpoint for resuming).
+# - PyTorch docs: [torch.export](https://docs.pytorch.org/docs/stable/export.html); safetensors docs:
+#   [Torch API](https://huggingface.co/docs/safetensors/api/torch).
+# - Previous: [13 · Distributed data parallel](13_distributed_data_parallel.ipynb).

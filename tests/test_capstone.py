@@ -93,3 +93,31 @@ def test_script_runs_as_a_module(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "course_utils.capstone.train", "--learning-rate", "1"],
                          env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unrecognized arguments" in bad.stderr
+
+
+def test_checkpoint_and_weights_are_written_atomically_with_versions(tmp_path: Path, monkeypatch) -> None:
+    """A crash while saving keeps the previous checkpoint loadable (notebook 09 §5), and both files say
+    which library versions wrote them (notebook 09 §11)."""
+    base = [*TINY, "--tensorboard", "false", "--out", str(tmp_path)]
+    project.train(config_from_args(base + ["--stop-after", "1"]))
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert state["epoch"] == 1
+    assert state["versions"]["torch"] == torch.__version__, state.get("versions")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as weights:
+        assert weights.metadata()["torch"] == torch.__version__, weights.metadata()
+
+    def dies_mid_write(obj, file, *args, **kwargs):  # a kill or a full disk halfway through the file
+        handle = file if hasattr(file, "write") else open(file, "wb")
+        handle.write(b"PK\x03\x04 half a checkpoint")
+        handle.flush()
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(torch, "save", dies_mid_write)
+    with pytest.raises(OSError, match="no space left"):
+        project.train(config_from_args(base + ["--resume", "true"]))
+    monkeypatch.undo()
+    survived = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert survived["epoch"] == 1, "expected the epoch-1 checkpoint to survive a crash during the next save"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

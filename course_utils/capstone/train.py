@@ -3,10 +3,12 @@
 One run writes into ``cfg.out``: ``config.json`` (the configuration), ``steps.csv`` (one row per
 optimizer step: loss, learning rate, gradient norm, update/weight ratio, memory), ``epochs.csv``
 (validation loss and accuracy), a TensorBoard event file (``tensorboard/``), ``checkpoint.pt``
-(after every epoch: model, optimizer, scheduler, position) and ``model.safetensors`` (the weights
-to serve). ``--resume true`` continues from ``checkpoint.pt`` exactly where the run stopped: every
-epoch's shuffle comes from its own generator (seeded with seed + epoch), so the resumed run takes
-the same batches and the same steps as an uninterrupted one.
+(after every epoch: model, optimizer, scheduler, position, library versions) and ``model.safetensors``
+(the weights to serve), both written atomically (``course_utils.checkpoint.atomic_save``: a crash
+mid-save leaves the previous file, never half of one). ``--resume true`` continues from
+``checkpoint.pt`` exactly where the run stopped: every epoch's shuffle comes from its own generator
+(seeded with seed + epoch), so the resumed run takes the same batches and the same steps as an
+uninterrupted one.
 
 Example:
     >>> import tempfile
@@ -31,6 +33,7 @@ import torch
 from torch import nn
 
 from course_utils.capstone.config import Config, config_from_args, save_config
+from course_utils.checkpoint import atomic_save
 from course_utils.data import CLASSES, make_shapes
 
 #: per-channel statistics of the training images (rounded); the serving code must use the same
@@ -58,6 +61,16 @@ def to_inputs(images: Any) -> torch.Tensor:
 def load_split(split: str, size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     images, labels = make_shapes(size, seed=seed, split=split)
     return to_inputs(images), torch.from_numpy(labels)
+
+
+def library_versions() -> dict[str, str]:
+    """The versions that wrote a file (notebook 09): the first question when a load fails or results differ."""
+    import platform
+
+    import numpy
+
+    # str(): torch.__version__ is a TorchVersion, which torch.load(weights_only=True) refuses
+    return {"python": platform.python_version(), "torch": str(torch.__version__), "numpy": numpy.__version__}
 
 
 def memory_mb() -> float:
@@ -175,17 +188,21 @@ def train(cfg: Config) -> dict[str, Any]:
             if board is not None:
                 board.add_scalar("epoch/val_loss", val_loss, step)
                 board.add_scalar("epoch/val_acc", val_acc, step)
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step}, checkpoint)
+            # atomic (notebook 09): a crash mid-save leaves the previous checkpoint, never half a file
+            atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                         "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
+                         "versions": library_versions()}, checkpoint)
             print(f"epoch {epoch}/{cfg.epochs}: step {step}, val_loss {val_loss:.3f}, val_acc {val_acc:.3f}")
             if epoch == cfg.stop_after:
                 print(f"stopped after epoch {epoch} (as if interrupted)")
                 break
         if board is not None:
             board.close()
-        from safetensors.torch import save_file
+        from safetensors.torch import save as safetensors_bytes
 
-        save_file(model.state_dict(), str(out / "model.safetensors"), metadata={"classes": ",".join(CLASSES)})
+        metadata = {"classes": ",".join(CLASSES), **library_versions()}
+        atomic_save(model.state_dict(), out / "model.safetensors",
+                    save=lambda state, file: file.write(safetensors_bytes(state, metadata=metadata)))
     finally:
         torch.set_num_threads(threads)
     return {"epochs": cfg.epochs, "steps": step, "seconds": time.perf_counter() - started}
