@@ -991,7 +991,7 @@ print(report.codes or "no findings", "| ok:", report.ok,
 # `Report.findings` is a list of `Finding(code, severity, message)`, and `Report.codes` a set. So a
 # test can assert that a training setup stays healthy:
 
-# %%
+# %% tags=["assert-is-the-lesson"]
 model = make_model()
 report = diagnose(model, nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2), batch, train_step)
 assert report.ok, report

@@ -127,3 +127,31 @@ def test_no_reference_to_internal_material(path: Path) -> None:
                         r"COURSE_DESIGN", r"REVIEW_FINDINGS"):
             assert not re.search(pattern, cell.source, re.I), \
                 f"markdown cell {index} mentions {pattern!r}: learner-facing text never refers to internal material"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_no_test_plumbing_in_sight(path: Path) -> None:
+    """What a learner reads has no test machinery: nbval markers are cell tags, stub blocks stay out of
+    solutions/, the bootstrap is collapsed, and a demo states its claim with confirm(...), whose failure
+    says what the run did not show, instead of a bare top-level assert."""
+    import ast
+
+    nb = _read(path)
+    code = _code(nb)
+    assert code[0].metadata.get("jupyter", {}).get("source_hidden") is True, \
+        "the first code cell (the bootstrap) must be collapsed: jupyter.source_hidden"
+    for index, cell in enumerate(code):
+        assert "NBVAL" not in cell.source, \
+            f"code cell {index}: an nbval marker in the source; use the cell tag (python -m tools.tag_markers)"
+        assert "### BEGIN STUB" not in cell.source and "### END STUB" not in cell.source, \
+            f"code cell {index}: a stub block is visible (tools/authoring.py removes them from solutions/)"
+        if "assert-is-the-lesson" in cell.metadata.get("tags", []):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue  # IPython syntax (magics): not Python, no assert to find
+        bare = [node.lineno for node in tree.body if isinstance(node, ast.Assert)]
+        assert not bare, (f"code cell {index}, line {bare[0]}: a bare assert; state the claim with "
+                          f"course_utils.claims.confirm(condition, 'what the text claims'), or tag the cell "
+                          f"assert-is-the-lesson when the assert itself is taught")
