@@ -392,7 +392,8 @@ assert dropped[-1]["train_acc"] <= baseline[-1]["train_acc"]
 
 # %% [markdown]
 # Dropout does make memorising harder (the training accuracy is not above the baseline's), but
-# on validation it gains little or nothing here, as the printed difference shows. It cannot add what
+# on validation it moves the accuracy by a few points at most, as the printed difference shows:
+# within the noise of a 400-image split (the summary in section 8 puts a number on that). It cannot add what
 # 300 images do not contain, such as a shape at a position it was never seen at. At this scale
 # its main effect is a slower fit; it pays off in larger networks trained for longer.
 #
@@ -458,19 +459,19 @@ plot_gap({"baseline": baseline, "augmentation": augmented}, "Augmentation on the
 # split lacks (the same shape at other positions). The robust results are the gap, which shrinks to
 # well under half, and the validation loss, which ends far lower (both asserted). The validation
 # *accuracy* is another matter: the varied images are harder to fit, so the augmented run learns
-# more slowly, its validation accuracy is below the baseline's for most of the run (the plot, and
-# the printed list of epochs where it is ahead), and it moves ahead only at the end, by less than
-# the baseline's own validation accuracy moves from one epoch to the next (asserted): within
-# noise, not a result to rely on. Its validation
+# more slowly, and its validation accuracy is not clearly above the baseline's (the plot, and the
+# printed list of epochs where it is ahead). At the end the two differ by less than the baseline's
+# own validation accuracy moves from one epoch to the next (asserted): within noise, not a result
+# to rely on. Its validation
 # loss is still falling at the last epoch (asserted): this run would profit from more epochs, the
 # baseline would not.
 #
 # ### Pitfall: augmenting the validation data
 #
 # Putting the random transforms in the validation pipeline as well (one pipeline for both splits,
-# say) makes the validation score random and biased: it measures the model on images it will
-# never be asked about. Measured on the augmented model, twice with the training transform and
-# once with the plain one:
+# say) makes the validation score random: it measures the model on images it will never be asked
+# about, different ones at every measurement. Measured on the augmented model, twice with the
+# training transform and once with the plain one:
 
 # %%
 torch.manual_seed(1)
@@ -479,11 +480,12 @@ noisy = [measure(augment_model, torch.stack([augment(image) for image in val_ima
 clean = measure(augment_model, val_inputs, val_labels)[1]
 print(f"validation accuracy with the random training transform: {noisy[0]:.1%}, then {noisy[1]:.1%}; "
       f"with the plain transform: {clean:.1%} (every time)")
-assert noisy[0] != noisy[1] and max(noisy) < clean
+assert noisy[0] != noisy[1] and clean not in noisy
 
 # %% [markdown]
-# The two random measurements disagree with each other, and both are below the plain one: comparing
-# two models (or two epochs for early stopping) on them compares noise. **Fix:** two pipelines, the random one for the training
+# The two random measurements of the same model disagree with each other and with the plain one
+# (whether they land above or below it varies from run to run): comparing two models (or two
+# epochs for early stopping) on them compares noise. **Fix:** two pipelines, the random one for the training
 # split only, the deterministic one for validation and test.
 #
 # ## 6. Early stopping that keeps the best weights
@@ -699,19 +701,26 @@ results = {"baseline": baseline[-1], "weight decay 0.1": decayed[-1], "dropout 0
 for name, row in results.items():
     print(f"{name:16} epoch {row['epoch']:2}: train acc {row['train_acc']:6.1%}  val acc {row['val_acc']:6.1%}  "
           f"gap {row['train_acc'] - row['val_acc']:6.1%}  val loss {row['val_loss']:.3f}")
-smallest_gap = min(results, key=lambda name: results[name]["train_acc"] - results[name]["val_acc"])
+full_runs = [name for name in results if name != "early stopping"]  # the four runs of 12 epochs
+smallest_gap = min(full_runs, key=lambda name: results[name]["train_acc"] - results[name]["val_acc"])
 lowest_loss = min(results, key=lambda name: results[name]["val_loss"])
-print(f"smallest gap: {smallest_gap}; lowest validation loss: {lowest_loss}")
+print(f"smallest gap after 12 epochs: {smallest_gap}; lowest validation loss: {lowest_loss}")
 assert smallest_gap == lowest_loss == "augmentation"
-assert all(abs(results[name]["val_acc"] - baseline[-1]["val_acc"]) < 0.03 for name in ("weight decay 0.1", "dropout 0.5"))
+noise_of_difference = math.sqrt(2) * noise  # standard error of the difference of two accuracies on 400 images
+shifts = {name: results[name]["val_acc"] - baseline[-1]["val_acc"] for name in ("weight decay 0.1", "dropout 0.5")}
+print("validation accuracy minus the baseline's: "
+      + ", ".join(f"{name} {shift:+.1%}" for name, shift in shifts.items())
+      + f"; two standard errors of such a difference: {2 * noise_of_difference:.1%}")
+assert all(abs(shift) < 2 * noise_of_difference for shift in shifts.values())
 
 # %% [markdown]
 # The honest summary at this scale (300 images, 120 steps): augmentation is the only remedy with a
-# large effect, on the gap and on the validation loss (the assertion above checks it); its
-# validation accuracy ends a few points above the baseline's, but only at the last epoch and
-# within noise (section 5); weight decay and Dropout move the baseline's validation accuracy by less
-# than 3 points (asserted); early stopping hands back the best epoch's model instead of the last
-# one's; the warm-up did not help here. None of them turns 300 images into 3,000: notebook 06
+# large effect, on the gap of the 12-epoch runs and on the validation loss (the assertion above
+# checks it); its validation accuracy ends within noise of the baseline's (section 5); weight decay
+# and Dropout move the baseline's validation accuracy by a few points at most, less than two
+# standard errors of a difference between two accuracies measured on 400 images (asserted): not
+# distinguishable from noise; early stopping hands back the best epoch's model instead of the last
+# one's (its small gap only says where it stopped); the warm-up did not help here. None of them turns 300 images into 3,000: notebook 06
 # reached about 95 % validation accuracy with 10× more images, though with a different CNN and
 # settings, so that gap is not all data. With more data, larger models and longer runs the
 # ordering can change, which is why each remedy is measured and not assumed.
