@@ -439,7 +439,8 @@ confirm(dropped[-1]["train_acc"] <= baseline[-1]["train_acc"],
 
 # %% [markdown]
 # Dropout does make memorising harder: the training accuracy is not above the baseline's. But on
-# validation it gains little or nothing here, as the printed difference shows.
+# validation it moves the accuracy by a few points at most, as the printed difference shows: within
+# the noise of a 400-image split (the summary in section 8 puts a number on that).
 #
 # It cannot add what 300 images do not contain, such as a shape at a position it was never seen at.
 # At this scale its main effect is a slower fit. It pays off in larger networks trained for longer.
@@ -522,11 +523,11 @@ plot_gap({"baseline": baseline, "augmentation": augmented}, "Augmentation on the
 # - the validation loss ends far lower.
 #
 # The validation *accuracy* is another matter. The varied images are harder to fit, so the augmented
-# run learns more slowly. Its validation accuracy is below the baseline's for most of the run (the
-# plot, and the printed list of epochs where it is ahead).
+# run learns more slowly, and its validation accuracy is not clearly above the baseline's (the plot,
+# and the printed list of epochs where it is ahead).
 #
-# It moves ahead only at the end, by less than the baseline's own validation accuracy moves from one
-# epoch to the next (confirmed by the cell). That is within noise, not a result to rely on.
+# At the end the two differ by less than the baseline's own validation accuracy moves from one epoch
+# to the next (confirmed by the cell). That is within noise, not a result to rely on.
 #
 # Its validation loss is still falling at the last epoch (confirmed too). This run would profit from
 # more epochs; the baseline would not.
@@ -534,8 +535,8 @@ plot_gap({"baseline": baseline, "augmentation": augmented}, "Augmentation on the
 # ### Pitfall: augmenting the validation data
 #
 # Suppose the random transforms end up in the validation pipeline as well (one pipeline for both
-# splits, say). Then the validation score is random and biased: it measures the model on images it
-# will never be asked about.
+# splits, say). Then the validation score is random: it measures the model on images it will never
+# be asked about, different ones at every measurement.
 #
 # Measured on the augmented model, twice with the training transform and once with the plain one:
 
@@ -546,12 +547,13 @@ noisy = [measure(augment_model, torch.stack([augment(image) for image in val_ima
 clean = measure(augment_model, val_inputs, val_labels)[1]
 print(f"validation accuracy with the random training transform: {noisy[0]:.1%}, then {noisy[1]:.1%}; "
       f"with the plain transform: {clean:.1%} (every time)")
-confirm(noisy[0] != noisy[1] and max(noisy) < clean,
-        "validation with the random transform gives a different, lower score each time")
+confirm(noisy[0] != noisy[1] and clean not in noisy,
+        "validation with the random transform gives a different score each time, and not the plain one")
 
 # %% [markdown]
-# The two random measurements disagree with each other, and both are below the plain one. Comparing
-# two models (or two epochs, for early stopping) on them compares noise.
+# The two random measurements of the same model disagree with each other and with the plain one.
+# (Whether they land above or below it varies from run to run.) Comparing two models (or two epochs,
+# for early stopping) on them compares noise.
 #
 # **Fix:** two pipelines. The random one is for the training split only; the deterministic one is
 # for validation and test.
@@ -792,24 +794,31 @@ results = {"baseline": baseline[-1], "weight decay 0.1": decayed[-1], "dropout 0
 for name, row in results.items():
     print(f"{name:16} epoch {row['epoch']:2}: train acc {row['train_acc']:6.1%}  val acc {row['val_acc']:6.1%}  "
           f"gap {row['train_acc'] - row['val_acc']:6.1%}  val loss {row['val_loss']:.3f}")
-smallest_gap = min(results, key=lambda name: results[name]["train_acc"] - results[name]["val_acc"])
+full_runs = [name for name in results if name != "early stopping"]  # the four runs of 12 epochs
+smallest_gap = min(full_runs, key=lambda name: results[name]["train_acc"] - results[name]["val_acc"])
 lowest_loss = min(results, key=lambda name: results[name]["val_loss"])
-print(f"smallest gap: {smallest_gap}; lowest validation loss: {lowest_loss}")
+print(f"smallest gap after 12 epochs: {smallest_gap}; lowest validation loss: {lowest_loss}")
 confirm(smallest_gap == lowest_loss == "augmentation",
-        "augmentation has both the smallest gap and the lowest validation loss")
-confirm(all(abs(results[name]["val_acc"] - baseline[-1]["val_acc"]) < 0.03 for name in ("weight decay 0.1", "dropout 0.5")),
-        "weight decay and Dropout move the validation accuracy by less than 3 points")
+        "augmentation has both the smallest gap of the 12-epoch runs and the lowest validation loss")
+noise_of_difference = math.sqrt(2) * noise  # standard error of the difference of two accuracies on 400 images
+shifts = {name: results[name]["val_acc"] - baseline[-1]["val_acc"] for name in ("weight decay 0.1", "dropout 0.5")}
+print("validation accuracy minus the baseline's: "
+      + ", ".join(f"{name} {shift:+.1%}" for name, shift in shifts.items())
+      + f"; two standard errors of such a difference: {2 * noise_of_difference:.1%}")
+confirm(all(abs(shift) < 2 * noise_of_difference for shift in shifts.values()),
+        "weight decay and Dropout move the validation accuracy by less than two standard errors of the difference")
 
 # %% [markdown]
 # The honest summary at this scale (300 images, 120 steps):
 #
-# - augmentation is the only remedy with a large effect, on the gap and on the validation loss
-#   (checked by the cell above);
-# - its validation accuracy ends a few points above the baseline's, but only at the last epoch and
-#   within noise (section 5);
-# - weight decay and Dropout move the baseline's validation accuracy by less than 3 points
-#   (checked);
-# - early stopping hands back the best epoch's model instead of the last one's;
+# - augmentation is the only remedy with a large effect, on the gap of the 12-epoch runs and on the
+#   validation loss (checked by the cell above);
+# - its validation accuracy ends within noise of the baseline's (section 5);
+# - weight decay and Dropout move the baseline's validation accuracy by a few points at most: less
+#   than two standard errors of a difference between two accuracies measured on 400 images, so not
+#   distinguishable from noise (checked);
+# - early stopping hands back the best epoch's model instead of the last one's (its small gap only
+#   says where it stopped);
 # - the warm-up did not help here.
 #
 # None of them turns 300 images into 3,000. Notebook 06 reached over 90 % validation accuracy with

@@ -211,7 +211,7 @@ def _epoch(*, zero="start", train="call", move="both", softmax=False, mean="weig
                     optimizer.zero_grad()
                 total += loss.item() * len(y)
                 count += len(y)
-                losses.append(loss.detach())
+                losses.append(loss.detach())  # kept live, the graph probe would name that first
         if ret == "last":
             return losses[-1].item()
         if ret == "tensor":

@@ -298,3 +298,41 @@ def test_checking_does_not_touch_the_global_rng() -> None:
         check(exercise_id, get_exercise(exercise_id).reference)
         check(exercise_id, get_exercise(exercise_id).mistakes[-1].example)
     assert torch.equal(torch.rand(3), expected)
+
+
+def _sequential(eta_min: float = 0.0, t_max_short: int = 0):
+    def warmup_cosine(optimizer, warmup_steps, total_steps):
+        lr = torch.optim.lr_scheduler
+        warm = lr.LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
+        cos = lr.CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps - t_max_short, eta_min=eta_min)
+        return lr.SequentialLR(optimizer, [warm, cos], milestones=[warmup_steps])
+    return warmup_cosine
+
+
+def _lambda_returning_lr(optimizer, warmup_steps, total_steps):
+    base = optimizer.param_groups[0]["lr"]
+
+    def lr_at(step):
+        if step < warmup_steps:
+            return base * (1 / warmup_steps + (1 - 1 / warmup_steps) * step / warmup_steps)
+        return base * 0.5 * (1 + math.cos(math.pi * (step - warmup_steps) / (total_steps - warmup_steps)))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
+
+
+@pytest.mark.parametrize(("candidate", "words"), [
+    (_sequential(eta_min=1e-6), ["eta_min must stay 0", "difference 3.81e-08"]),
+    (_sequential(eta_min=1e-3), ["eta_min must stay 0"]),
+    (_sequential(t_max_short=1), ["T_max is one step short"]),
+    (_lambda_returning_lr, ["lr_lambda must return a factor"]),
+], ids=["eta_min tiny", "eta_min", "T_max short", "lambda returns a rate"])
+def test_warmup_cosine_curve_fingerprints_are_named(candidate, words) -> None:
+    result = check("07.warmup_cosine", candidate)
+    assert result.status == "fail", result.message
+    for word in words:
+        assert word in result.message, result.message
+
+
+def test_warmup_cosine_never_prints_the_same_number_twice() -> None:
+    message = check("07.warmup_cosine", _sequential(eta_min=1e-7)).message
+    expected, found = message.split("to be ", 1)[1].split(", found ", 1)
+    assert expected != found.split(" ", 1)[0], message

@@ -106,6 +106,14 @@ CONFIG_WRONG = [
 ]
 
 
+CONFIG_WRONG.append(("SystemExit caught", LOOP + """        parser.add_argument("--" + field.name.replace("_", "-"), dest=field.name, default=field.default,
+                            type=parse_bool if kind is bool else kind)
+    try:
+        return Config(**vars(parser.parse_args(argv)))
+    except SystemExit:
+        return Config()""", ["caught the SystemExit", "propagate"]))
+
+
 @pytest.mark.parametrize(("name", "body", "words"), CONFIG_WRONG, ids=[c[0] for c in CONFIG_WRONG])
 def test_config_wrong_answers(name: str, body: str, words: list[str]) -> None:
     assert_rejected("14.config_from_args", _config(body), words)
@@ -154,7 +162,21 @@ RATIO_WRONG = [
     ("before modified", "return {k: (w.sub_(after[k]).norm() / after[k].norm()).item() for k, w in before.items()}",
      ["in place"]),
     ("squared", "return {k: ((after[k] - w).pow(2).sum() / w.pow(2).sum()).item() for k, w in before.items()}",
-     ["expected '0.weight'"]),
+     ["expected '0.weight'", "square root"]),
+    ("ratio of the norms", "return {k: (after[k].norm() / w.norm()).item() for k, w in before.items()}",
+     ["expected '0.weight'", "norm of the difference"]),
+    ("per-element", "return {k: ((after[k] - w).abs() / w.abs()).mean().item() for k, w in before.items()}",
+     ["per-element"]),
+    ("rows", "return {k: ((after[k] - w).norm(dim=-1) / w.norm(dim=-1)).mean().item() for k, w in before.items()}",
+     ["over all elements"]),
+    ("sums", "return {k: ((w - after[k]).sum().abs() / w.sum().abs()).item() for k, w in before.items()}",
+     ["not the sum"]),
+    ("float16", "return {k: ((after[k].half() - w.half()).norm() / w.half().norm()).item() for k, w in before.items()}",
+     ["float16"]),
+    ("Python division", "return {k: float((after[k] - w).norm()) / float(w.norm()) for k, w in before.items()}",
+     ["ZeroDivisionError", "inf if it moved"]),
+    ("epsilon", "return {k: ((after[k] - w).norm() / (w.norm() + 1e-12)).item() for k, w in before.items()}",
+     ["inf if it moved"]),
 ]
 
 
@@ -195,6 +217,15 @@ ROW_WRONG = [
      ["a Python float"]),
     ("lr tensor", ROW % ("loss.item()", 'torch.tensor(optimizer.param_groups[0]["lr"])', "grad_norm.item()"),
      [".item()"]),
+    ("lr as the optimizer holds it (a tensor rate stays a tensor)",
+     ROW % ("loss.item()", 'optimizer.param_groups[0]["lr"]', "grad_norm.item()"), ["'lr'", "tensor", "float("]),
+    ("initial_lr", ROW % ("loss.item()", 'optimizer.param_groups[0]["initial_lr"]', "grad_norm.item()"),
+     ["initial_lr"]),
+    ("norm of .grad after clipping", ROW % ("loss.item()", 'float(optimizer.param_groups[0]["lr"])',
+     'torch.linalg.vector_norm(torch.stack([p.grad.norm() for g in optimizer.param_groups for p in g["params"]])).item()'),
+     ["after clipping", "grad_norm argument"]),
+    ("zero_grad inside", 'optimizer.zero_grad()\n    ' + ROW % ("loss.item()", 'float(optimizer.param_groups[0]["lr"])',
+     "grad_norm.item()"), ["zero_grad"]),
     ("grad of loss", ROW % ("loss.item()", 'optimizer.param_groups[0]["lr"]', "loss.item()"),
      ["expected 'grad_norm'"]),
     ("missing grad norm", 'return {"step": step, "loss": loss.item(), "lr": optimizer.param_groups[0]["lr"]}',
@@ -208,7 +239,7 @@ def test_log_row_wrong_answers(name: str, body: str, words: list[str]) -> None:
 
 
 @pytest.mark.parametrize("body", [
-    ROW % ("loss.item()", 'optimizer.param_groups[0]["lr"]', "grad_norm.item()"),
+    ROW % ("loss.item()", 'float(optimizer.param_groups[0]["lr"])', "grad_norm.item()"),
     ROW % ("float(loss.item())", 'float(optimizer.param_groups[0]["lr"])', "float(grad_norm)"),
 ])
 def test_log_row_right_answers(body: str) -> None:

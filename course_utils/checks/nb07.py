@@ -1029,9 +1029,47 @@ def _warmup_verify(out, ref, args, kwargs):
         for group, (g, w) in enumerate(zip(got, want)):
             if abs(g - w) > 1e-9 * max(1.0, abs(w)):
                 curve = ", ".join(f"{row[group]:.4g}" for row in found[: min(len(found), warmup_steps + 3)])
+                digits = 6 if f"{w:.6g}" != f"{g:.6g}" else 12  # never the same printed number twice
+                bases = [group_["initial_lr"] for group_ in ref.optimizer.param_groups]
                 return (f"with warmup_steps={warmup_steps}, total_steps={total_steps}: expected the learning rate "
-                        f"of group {group} at step {step} to be {w:.6g}, found {g:.6g} (your first steps: {curve})")
+                        f"of group {group} at step {step} to be {w:.{digits}g}, found {g:.{digits}g} "
+                        f"(difference {g - w:.3g}; your first steps: {curve})"
+                        + _warmup_diagnosis(found, expected, bases, warmup_steps, total_steps))
     return None
+
+
+def _close_curves(a: list[list[float]], b: list[list[float]]) -> bool:
+    return len(a) == len(b) and all(abs(x - y) <= 1e-9 * max(1.0, abs(y)) for ra, rb in zip(a, b)
+                                    for x, y in zip(ra, rb))
+
+
+def _warmup_diagnosis(found, expected, bases, warmup_steps, total_steps) -> str:
+    """A sentence naming the mistake when the whole curve has its fingerprint, else ''."""
+    if any(b != 1.0 for b in bases) and _close_curves(found, [[w * b for w, b in zip(row, bases)] for row in expected]):
+        return (". Your curve is the right one multiplied by base_lr: LambdaLR multiplies base_lr by what "
+                "lr_lambda returns, so lr_lambda must return a factor (1/warmup_steps ... 1 ... 0), not a "
+                "learning rate")
+    floors = found[-1]
+    if warmup_steps < total_steps and all(f > 0 for f in floors) and _close_curves(
+            found, [[w if step <= warmup_steps else e + (b - e) * w / b for w, b, e in zip(row, bases, floors)]
+                    for step, row in enumerate(expected)]):
+        return (f". Your cosine ends at {floors[0]:.3g}, not 0, at step total_steps: CosineAnnealingLR's eta_min "
+                f"must stay 0 (its default)")
+    if total_steps - warmup_steps >= 2:
+        short = _reference_curve(bases, warmup_steps, total_steps, t_max=total_steps - warmup_steps - 1)
+        if _close_curves(found, short):
+            return (". Your cosine reaches 0 a step early and rises again: T_max is one step short; it is "
+                    "total_steps - warmup_steps")
+    return ""
+
+
+def _reference_curve(bases, warmup_steps, total_steps, *, t_max):
+    groups = [{"params": [torch.zeros(1, requires_grad=True)], "lr": lr} for lr in bases]
+    optimizer = torch.optim.SGD(groups, lr=bases[0])
+    sched = torch.optim.lr_scheduler
+    warmup = sched.LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
+    cosine = sched.CosineAnnealingLR(optimizer, T_max=t_max)
+    return _trace(sched.SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps]), optimizer, total_steps)
 
 
 def _warmup_zero(optimizer, warmup_steps, total_steps):

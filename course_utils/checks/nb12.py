@@ -24,6 +24,7 @@ import json
 import math
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -333,7 +334,8 @@ def predict_reference(model: nn.Module, images: Any, mean: torch.Tensor, std: to
 def _predict_variant(*, eval_mode: bool = True, grad: bool = False, norm: str = "train",
                      scale: bool = True, layout: str = "permute", softmax_dim: int | None = 1,
                      argmax_dim: int = 1, wrap_single: bool = True, unsqueeze: bool = True,
-                     names: bool = True) -> Callable[..., Any]:
+                     names: bool = True, bgr: bool = False, norm_first: bool = False,
+                     context: str = "inference_mode") -> Callable[..., Any]:
     """A learner's predict with one thing done differently."""
     def predict(model, images, mean, std, classes):
         single = not isinstance(images, (list, tuple))
@@ -351,8 +353,12 @@ def _predict_variant(*, eval_mode: bool = True, grad: bool = False, norm: str = 
         if layout == "stack first":
             x = (batch.float() / 255 - mean.view(1, -1, 1, 1)) / std.view(1, -1, 1, 1)   # fails: HWC
             batch = x.permute(0, 3, 1, 2)
-        x = batch.float() / 255 if scale else batch.float()
-        if layout == "hwc":  # normalised in HWC (the stats broadcast over the last axis), never permuted
+        if bgr:
+            batch = batch.flip(-3)                                 # channels in BGR order
+        x = batch.float() / 255 if scale and not norm_first else batch.float()
+        if norm_first:
+            x = ((x - mean.view(-1, 1, 1)) / std.view(-1, 1, 1)) / 255
+        elif layout == "hwc":  # normalised in HWC (the stats broadcast over the last axis), never permuted
             x = (x - mean) / std
         elif norm == "train":
             x = (x - mean.view(-1, 1, 1)) / std.view(-1, 1, 1)
@@ -362,7 +368,7 @@ def _predict_variant(*, eval_mode: bool = True, grad: bool = False, norm: str = 
             x = (x - _IMAGENET_MEAN.view(-1, 1, 1)) / _IMAGENET_STD.view(-1, 1, 1)
         if eval_mode:
             model.eval()
-        with torch.set_grad_enabled(grad), torch.inference_mode(not grad):
+        with torch.set_grad_enabled(grad), torch.inference_mode(not grad and context == "inference_mode"):
             logits = model(x if x.dim() == 4 or not unsqueeze else x.unsqueeze(0))
             probs = logits if softmax_dim is None else logits.softmax(dim=softmax_dim)
         index = probs.argmax(dim=argmax_dim).flatten().tolist()
@@ -376,10 +382,19 @@ _CLASSES = ["cat", "dog", "bird", "fish"]
 _IMAGENET_MEAN, _IMAGENET_STD = torch.tensor([0.485, 0.456, 0.406]), torch.tensor([0.229, 0.224, 0.225])
 
 
+#: per model: torch.is_inference_mode_enabled() at each forward call (a hook records it; no model state)
+_INFERENCE_SEEN: "weakref.WeakKeyDictionary[nn.Module, list[bool]]" = weakref.WeakKeyDictionary()
+
+
+def _record_inference_mode(module: nn.Module, inputs: Any) -> None:
+    _INFERENCE_SEEN.setdefault(module, []).append(torch.is_inference_mode_enabled())
+
+
 def _predict_model(seed: int) -> nn.Module:
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(),
                           nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.5), nn.Linear(6, len(_CLASSES)))
+    model.register_forward_pre_hook(_record_inference_mode)
     _scramble_norm_stats(model, torch.Generator().manual_seed(seed))
     with torch.no_grad():
         model[-1].weight.mul_(4.0)   # confident enough that softmax mistakes show
@@ -411,10 +426,18 @@ def _predict_verify(out, ref, args, kwargs):
         return f"expected a pair (labels, probs), found {describe(out)}"
     labels, probs = out
     want_labels, want_probs = ref
+    if isinstance(labels, torch.Tensor) and isinstance(probs, list) and all(isinstance(v, str) for v in probs):
+        return ("expected the pair in the order (labels, probs), found (probs, labels): "
+                "return labels, probs")
     if not isinstance(probs, torch.Tensor):
         return f"expected probs to be a torch.Tensor, found {describe(probs)}"
     if probs.requires_grad:
         return "expected probabilities without autograd history, found a tensor that requires grad"
+    seen = _INFERENCE_SEEN.get(args[0], [])
+    if seen and not any(seen):  # the model's forward ran, never under inference mode
+        return ("expected the model to run under torch.inference_mode(), as the task says; it ran without it "
+                "(torch.no_grad() also skips the graph, but inference_mode() is what the task asks for: "
+                "`with torch.inference_mode():` around the forward pass)")
     problem = compare_tensors(probs.detach(), want_probs, atol=1e-5, name="probs")
     if problem:
         return problem
@@ -442,6 +465,8 @@ def _like(variant: Callable[..., Any]) -> Callable[[Any, tuple, dict], bool]:
 
 def _labels_are_indices(out: Any, args: tuple, kwargs: dict) -> bool:
     labels = out[0] if isinstance(out, (tuple, list)) and len(out) == 2 else None
+    if not isinstance(out[1] if labels is not None else None, torch.Tensor):
+        return False  # (probs, labels) swapped is named by its own message
     return isinstance(labels, torch.Tensor) or (isinstance(labels, list) and bool(labels)
                                                 and all(isinstance(v, int) for v in labels))
 
@@ -501,6 +526,14 @@ register(Exercise(
                 "mean.view(1, -1, 1, 1) is shaped for [N, 3, H, W]: permute each image to CHW first, "
                 "then normalise.",
                 _predict_variant(layout="stack first"), error_match="(3) at non-singleton dimension 1"),
+        Mistake("normalised before scaling to [0, 1]",
+                "scale first, then normalise: (x.float() / 255 - mean) / std; the training statistics are "
+                "for values in [0, 1], so dividing by 255 after normalising gives other inputs.",
+                _predict_variant(norm_first=True), detect=_like(_predict_variant(norm_first=True))),
+        Mistake("BGR channel order",
+                "the images are RGB (PIL and numpy images here): keep the channel order as it is; reversing "
+                "the channels (OpenCV's BGR habit) pairs each channel with another channel's mean and std.",
+                _predict_variant(bgr=True), detect=_like(_predict_variant(bgr=True))),
         Mistake("softmax over the wrong dim",
                 "the classes are dim 1 of [N, classes]: softmax(dim=1), so each row sums to 1.",
                 _predict_variant(softmax_dim=0), detect=_like(_predict_variant(softmax_dim=0))),
@@ -599,22 +632,52 @@ def _save_cases():
     def make(seed: int, kind: str):
         def factory():
             torch.manual_seed(seed)
+            path: str | Path = str(_case_dir() / "weights.safetensors")
             if kind == "cnn":
                 model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten())
                 _scramble_norm_stats(model, torch.Generator().manual_seed(seed))
+            elif kind == "equal":
+                # two distinct tensors with equal values (both biases start at zero), a model still in
+                # training mode, and a pathlib.Path without the .safetensors suffix
+                model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.1), nn.Linear(4, 4))
+                with torch.no_grad():
+                    model[0].bias.zero_()
+                    model[2].bias.zero_()
+                path = _case_dir() / "served_model"
             else:
                 model = _Tied() if kind == "tied" else _Transposed()
-            model = _keep_pristine(model.eval())
+            model = _keep_pristine(model.train(kind == "equal"))
             mean, std = torch.rand(3, generator=torch.Generator().manual_seed(seed)), torch.full((3,), 0.25)
             names = [f"class_{i}" for i in range(seed + 2)]
-            return (model, str(_case_dir() / "weights.safetensors"), mean, std, names), {}
+            return (model, path, mean, std, names), {}
         return factory
-    return [make(0, "cnn"), make(1, "tied"), make(2, "transposed")]
+    return [make(0, "cnn"), make(1, "tied"), make(2, "transposed"), make(3, "equal")]
+
+
+def _missing_names(model: nn.Module, stored: set[str]) -> tuple[list[str], list[str]]:
+    """(state_dict names not in the file, file keys not in the state_dict); a tied tensor stored once
+    under any one of its names counts as stored."""
+    state = _pristine(model).state_dict()
+    by_storage: dict[tuple[int, int], list[str]] = {}
+    for name, tensor in state.items():
+        by_storage.setdefault((tensor.untyped_storage().data_ptr(), tensor.storage_offset()), []).append(name)
+    missing = [name for names in by_storage.values() if not set(names) & stored for name in names]
+    return sorted(missing), sorted(stored - set(state))
 
 
 def _read_back(model: nn.Module, path: str) -> tuple[nn.Module | None, str | None]:
+    import safetensors
     import safetensors.torch
 
+    with safetensors.safe_open(path, framework="pt") as f:
+        missing, unexpected = _missing_names(model, set(f.keys()))
+    if missing:
+        renamed = [key for key in unexpected if any(key.endswith("." + name) for name in missing)]
+        if renamed and len(renamed) >= len(missing) // 2:
+            return None, (f"the keys {renamed[:4]} where the state_dict has {missing[:4]}: store each tensor "
+                          f"under model.state_dict()'s own name (load_model looks them up by name)")
+        extra = f" (and keys it does not have: {unexpected[:6]})" if unexpected else ""
+        return None, f"missing {missing}{extra}"
     fresh = _pristine(model)
     with torch.no_grad():
         for tensor in fresh.state_dict().values():
@@ -644,7 +707,13 @@ def _save_verify(out, ref, args, kwargs):
     import safetensors.torch
 
     model, path, mean, std, classes = args
+    if out is not None:
+        return f"expected None (the task: it returns nothing), found {describe(out)}"
     if not Path(path).is_file():
+        near = sorted(p.name for p in Path(path).parent.glob(Path(path).name + "*"))
+        if near:
+            return (f"expected a file at `path` ({Path(path).name}), found none, but {near} beside it: "
+                    f"write to exactly the path you were given (add no suffix)")
         return "expected a file at `path`, found none"
     if _is_zip(path):
         return "expected a safetensors file, found a torch.save archive (a zip of pickles)"
@@ -718,8 +787,10 @@ def _buffers_missing(out: Any, args: tuple, kwargs: dict) -> bool:
         stored = safetensors.torch.load_file(args[1])
     except Exception:
         return False
-    buffers = {name for name, _ in _pristine(args[0]).named_buffers()}
-    return bool(buffers) and not buffers & set(stored)
+    model = _pristine(args[0])
+    buffers = {name for name, _ in model.named_buffers()}
+    params = {name for name, _ in model.named_parameters()}
+    return bool(buffers) and not buffers & set(stored) and params <= set(stored)
 
 
 register(Exercise(

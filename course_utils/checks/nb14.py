@@ -122,6 +122,17 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
         _, error = _run_quietly(candidate, argv)
         if error is not None:
             return (f"with argv={argv} argparse stopped the program with: {error}." + _argparse_hint(error))
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            candidate(["--epochs", "3", "--learning-rate", "0.1"])
+        swallowed = "error:" in stderr.getvalue()
+    except BaseException:  # noqa: BLE001 -- SystemExit is the right outcome; errors are reported below
+        swallowed = False
+    if swallowed:
+        return ("argparse reported `unrecognized arguments: --learning-rate 0.1` and raised SystemExit, but "
+                "your function caught the SystemExit and went on: let it propagate (no try/except around "
+                "parse_args), so a misspelt option stops the program.")
     out, error = _run_quietly(candidate, ["--epochs", "3", "--learning-rate", "0.1"])
     if error is None and out is not None:
         return ("an unknown option (--learning-rate) was silently accepted: use parser.parse_args(argv), "
@@ -256,6 +267,28 @@ def _ratio_verify(out: Any, ref: dict[str, float], args: tuple, kwargs: dict) ->
     return None
 
 
+def _ratio_like(formula: Callable[[torch.Tensor, torch.Tensor], Any]) -> Callable[..., bool]:
+    """A detector: every ratio equals ``formula(before, after)`` and one differs from the right ratio."""
+    def detect(out: Any, args: tuple, kwargs: dict) -> bool:
+        before, after = args
+        if not isinstance(out, dict) or not out:
+            return False
+        differs = False
+        for name, got in out.items():
+            if name not in before or name not in after or not isinstance(got, float):
+                return False
+            with torch.no_grad():
+                alt = float(formula(before[name], after[name]))
+                right = float((after[name] - before[name]).norm() / before[name].norm())
+            if not math.isfinite(alt) or not math.isfinite(right):
+                continue  # the zero-norm rule is named by its own message
+            if not math.isclose(got, alt, rel_tol=1e-3, abs_tol=1e-12):
+                return False
+            differs = differs or not math.isclose(alt, right, rel_tol=1e-4, abs_tol=1e-9)
+        return differs
+    return detect
+
+
 def _ratio_variant(how: str) -> Callable[..., Any]:
     def update_ratio(before, after):
         result = {}
@@ -278,6 +311,20 @@ def _ratio_variant(how: str) -> Callable[..., Any]:
                 continue
             elif how == "epsilon":
                 value = delta.norm() / (w.norm() + 1e-12)
+            elif how == "norm ratio":
+                value = after[name].norm() / w.norm()
+            elif how == "squared":
+                value = delta.pow(2).sum() / w.pow(2).sum()
+            elif how == "per-element":
+                value = (delta.abs() / w.abs()).mean()
+            elif how == "rows":
+                value = (delta.norm(dim=-1) / w.norm(dim=-1)).mean()
+            elif how == "sums":
+                value = delta.sum().abs() / w.sum().abs()
+            elif how == "half":
+                value = (after[name].half() - w.half()).norm() / w.half().norm()
+            elif how == "plain division":
+                value = torch.tensor(math.sqrt(float((delta * delta).sum())) / math.sqrt(float((w * w).sum())))
             else:
                 raise ValueError(how)
             result[name] = value.item()
@@ -316,6 +363,30 @@ register(Exercise(
                 detect=lambda out, a, k: isinstance(out, dict) and any(
                     isinstance(v, float) and math.isfinite(v) and a[0][n].norm() == 0 and a[1][n].ne(0).any()
                     for n, v in out.items() if n in a[0])),
+        Mistake("Python division by a zero norm", "a `before` of all zeros (a bias that starts at zero) makes "
+                "||before|| = 0, and Python's float division raises ZeroDivisionError: divide the tensors, "
+                "(after - before).norm() / before.norm(), which gives inf if it moved and nan if not.",
+                _ratio_variant("plain division"), error_match="division by zero"),
+        Mistake("ratio of the norms", "||after|| / ||before|| is about 1 for any small step: take the norm of "
+                "the difference, (after - before).norm() / before.norm().",
+                _ratio_variant("norm ratio"), detect=_ratio_like(lambda b, a: a.norm() / b.norm())),
+        Mistake("squared norms", "(after - before).pow(2).sum() / before.pow(2).sum() is the square of the "
+                "ratio: take the square root of each sum, or use Tensor.norm().",
+                _ratio_variant("squared"),
+                detect=_ratio_like(lambda b, a: (a - b).pow(2).sum() / b.pow(2).sum())),
+        Mistake("mean of per-element ratios", "a per-element ratio |after - before| / |before| blows up where a "
+                "weight is near zero: divide the norms over all elements, (after - before).norm() / before.norm().",
+                _ratio_variant("per-element"), detect=_ratio_like(lambda b, a: ((a - b).abs() / b.abs()).mean())),
+        Mistake("norms per row", "take one norm over all elements of the tensor, Tensor.norm() without dim, "
+                "not norms per row averaged afterwards.", _ratio_variant("rows"),
+                detect=_ratio_like(lambda b, a: ((a - b).norm(dim=-1) / b.norm(dim=-1)).mean())),
+        Mistake("sums instead of norms", "a sum lets positive and negative changes cancel: use the L2 norm of "
+                "all elements, Tensor.norm(), not the sum.", _ratio_variant("sums"),
+                detect=_ratio_like(lambda b, a: (b - a).sum().abs() / b.sum().abs())),
+        Mistake("computed in float16", "float16 keeps about 3 significant digits: after - before of a small "
+                "step loses most of its digits. Compute in the weights' own dtype (float32).",
+                _ratio_variant("half"),
+                detect=_ratio_like(lambda b, a: (a.half() - b.half()).norm() / b.half().norm())),
     ],
 ))
 
@@ -341,14 +412,29 @@ def _row_cases():
                     p.copy_(torch.randn(p.shape, generator=gen))
             optimizer = torch.optim.SGD([{"params": [layer.weight]}, {"params": [layer.bias], "lr": lr * 7}],
                                         lr=lr)  # two groups: the first one's rate, not the last one's
-            optimizer.param_groups[0]["lr"] = lr * factor  # what a scheduler leaves after its steps
+            optimizer.param_groups[0]["lr"] = lr * 2  # set by hand: optimizer.defaults keeps lr
+            # a scheduler: the first group's rate now is 2 * lr * factor, its initial_lr stays 2 * lr
+            torch.optim.lr_scheduler.LambdaLR(optimizer, [lambda epoch: factor, lambda epoch: 1.0])
             loss = layer(torch.randn(4, 3, generator=gen)).pow(2).mean()
             loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(layer.parameters(), float("inf"))
+            # clipped: the norm returned (before clipping) is not the norm of .grad afterwards
+            grad_norm = torch.nn.utils.clip_grad_norm_(layer.parameters(), max_norm=0.5)
             optimizer.step()
             return (step, loss, optimizer, grad_norm), {}
         return factory
-    return [make(0, 1, 0.1, 0.5), make(1, 17, 0.01, 0.9), make(2, 250, 3e-4, 0.1)]
+
+    def tensor_lr():  # an optimizer may hold its rate as a tensor (lr=torch.tensor(...))
+        layer = torch.nn.Linear(3, 2)
+        with torch.no_grad():
+            for p in layer.parameters():
+                p.copy_(torch.linspace(-1.0, 1.0, p.numel()).reshape(p.shape))
+        optimizer = torch.optim.SGD(layer.parameters(), lr=torch.tensor(0.05))
+        loss = layer(torch.ones(2, 3)).pow(2).mean()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(layer.parameters(), max_norm=1.0)
+        optimizer.step()
+        return (3, loss, optimizer, grad_norm), {}
+    return [make(0, 1, 0.1, 0.5), make(1, 17, 0.01, 0.9), make(2, 250, 3e-4, 0.1), tensor_lr]
 
 
 def _row_verify(out: Any, ref: dict[str, Any], args: tuple, kwargs: dict) -> str | None:
@@ -356,8 +442,17 @@ def _row_verify(out: Any, ref: dict[str, Any], args: tuple, kwargs: dict) -> str
         return f"expected a dict with the keys {list(_ROW_KEYS)}, found {describe(out)}"
     if sorted(out) != sorted(ref):
         return f"expected the keys {sorted(ref)}, found {sorted(out)}"
+    optimizer = args[2]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    if any(p.grad is None or not p.grad.any() for p in params):
+        return ("after your function the parameters' .grad were cleared: log_row only reads the numbers, "
+                "it must not call optimizer.zero_grad() (the training loop does that before the next backward)")
     for key in _ROW_KEYS:
         got, want = out[key], ref[key]
+        if isinstance(got, torch.Tensor) and key == "lr":
+            return (f"expected 'lr': a Python float, found {describe(got)}: convert it, "
+                    f"float(optimizer.param_groups[0]['lr']) or .item() (an optimizer may hold its rate as a "
+                    f"tensor, lr=torch.tensor(...))")
         if isinstance(got, torch.Tensor):
             return (f"expected {key!r}: a Python {type(want).__name__}, found {describe(got)}: call .item() "
                     f"(a tensor in a log keeps its graph alive, and the CSV would read 'tensor(...)')")
@@ -370,6 +465,14 @@ def _row_verify(out: Any, ref: dict[str, Any], args: tuple, kwargs: dict) -> str
         if not isinstance(got, float):
             return f"expected {key!r}: a Python float, found {describe(got)}"
         if not math.isclose(got, want, rel_tol=1e-6):
+            first = optimizer.param_groups[0]
+            if key == "lr" and "initial_lr" in first and math.isclose(got, float(first["initial_lr"]), rel_tol=1e-6):
+                return (f"expected 'lr': {want:.6g}, found {got:.6g}, the group's 'initial_lr' (the rate before "
+                        f"the scheduler changed it): read the rate it holds now, optimizer.param_groups[0]['lr']")
+            if key == "grad_norm" and params and math.isclose(
+                    got, float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))), rel_tol=1e-5):
+                return (f"expected 'grad_norm': {want:.6g}, found {got:.6g}, the norm of .grad after clipping: "
+                        f"log the grad_norm argument (clip_grad_norm_ returns the norm before it clips)")
             if key == "lr":
                 return (f"expected 'lr': {want:.6g}, found {got:.6g}: read the rate the optimizer holds now, "
                         f"optimizer.param_groups[0]['lr'] (a scheduler changes it there, not in "
@@ -381,6 +484,13 @@ def _row_verify(out: Any, ref: dict[str, Any], args: tuple, kwargs: dict) -> str
 def _loss_tensor(out: Any, requires_grad: bool) -> bool:
     loss = out.get("loss") if isinstance(out, dict) else None
     return isinstance(loss, torch.Tensor) and loss.requires_grad == requires_grad
+
+
+def _defaults_lr(out: Any, args: tuple, kwargs: dict) -> bool:
+    optimizer = args[2]
+    got, held = out.get("lr") if isinstance(out, dict) else None, optimizer.param_groups[0]["lr"]
+    return (isinstance(got, (int, float)) and got == float(optimizer.defaults["lr"])
+            and not math.isclose(got, float(held), rel_tol=1e-6))
 
 
 def _row_variant(how: str) -> Callable[..., Any]:
@@ -424,7 +534,7 @@ register(Exercise(
                 detect=lambda out, a, k: _loss_tensor(out, requires_grad=False)),
         Mistake("lr from optimizer.defaults", "read optimizer.param_groups[0]['lr']: a scheduler changes the "
                 "rate there; optimizer.defaults keeps the value the optimizer was built with.",
-                _row_variant("defaults lr")),
+                _row_variant("defaults lr"), detect=_defaults_lr),
         Mistake("lr of another param group", "the log reports the first group's rate, "
                 "optimizer.param_groups[0]['lr'], not the last group's or an average over the groups.",
                 _row_variant("last group lr")),

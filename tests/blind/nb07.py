@@ -875,7 +875,7 @@ def warmup_cosine(optimizer, warmup_steps, total_steps):
     warm = sched.LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
     cos = sched.CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps, eta_min=1e-6)
     return sched.SequentialLR(optimizer, [warm, cos], milestones=[warmup_steps])
-''', label="eta_min=1e-6: does not reach 0", words=("eta_min",), defect="hint does not name eta_min: message says expected 0.096194, found 0.096194 (same printed numbers)"),
+''', label="eta_min=1e-6: does not reach 0", words=("eta_min",)),
     Answer("07.warmup_cosine", "fail", '''
 def warmup_cosine(optimizer, warmup_steps, total_steps):
     sched = torch.optim.lr_scheduler
@@ -919,7 +919,7 @@ def warmup_cosine(optimizer, warmup_steps, total_steps):
             return base * (1 / warmup_steps + (1 - 1 / warmup_steps) * step / warmup_steps)
         return base * 0.5 * (1 + math.cos(math.pi * (step - warmup_steps) / (total_steps - warmup_steps)))
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
-''', label="LambdaLR returning a learning rate instead of a factor (base_lr applied twice)", words=("lr_lambda",), defect="message gives numbers only (step 0: 0.025 vs 0.0025); does not say the lambda must return a factor of base_lr"),
+''', label="LambdaLR returning a learning rate instead of a factor (base_lr applied twice)", words=("lr_lambda",)),
     Answer("07.warmup_cosine", "fail", '''
 def warmup_cosine(optimizer, warmup_steps, total_steps):
     import math
@@ -959,7 +959,7 @@ def warmup_cosine(optimizer, warmup_steps, total_steps):
     warm = sched.LinearLR(optimizer, start_factor=1 / warmup_steps, total_iters=warmup_steps)
     cos = sched.CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps - 1)
     return sched.SequentialLR(optimizer, [warm, cos], milestones=[warmup_steps])
-''', label="T_max one short: reaches 0 a step early and rises again", words=("T_max", "short"), defect="hint does not name T_max (one step short): numbers only"),
+''', label="T_max one short: reaches 0 a step early and rises again", words=("T_max", "short")),
     Answer("07.warmup_cosine", "fail", '''
 def warmup_cosine(optimizer, warmup_steps, total_steps):
     sched = torch.optim.lr_scheduler

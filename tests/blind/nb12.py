@@ -273,7 +273,7 @@ def predict(model, images, mean, std, classes):
                                           result="model.train(was_training)\n    return [classes[i] for i in probs.argmax(dim=1).tolist()], probs"),
            label="restores the model's previous (training) mode", words=("eval",)),
     Answer("12.predict", "fail", _predict(ctx="torch.no_grad()"),
-           label="torch.no_grad instead of the required torch.inference_mode", words=("inference_mode",), defect="wrong answer accepted: torch.no_grad passes where the task requires torch.inference_mode()"),
+           label="torch.no_grad instead of the required torch.inference_mode", words=("inference_mode",)),
     Answer("12.predict", "fail", '''
 def predict(model, images, mean, std, classes):
     if not isinstance(images, (list, tuple)):
@@ -294,18 +294,18 @@ def predict(model, images, mean, std, classes):
     Answer("12.predict", "fail", _predict(result="return [classes[i] for i in probs.argmax(dim=1).tolist()], probs.numpy()"),
            label="probs returned as a numpy array", words=("torch.Tensor",)),
     Answer("12.predict", "fail", _predict(result="return probs, [classes[i] for i in probs.argmax(dim=1).tolist()]"),
-           label="returns (probs, labels) in the wrong order", words=("order",), defect="hint names labels as class indices instead of (labels, probs) swapped"),
+           label="returns (probs, labels) in the wrong order", words=("order",)),
     Answer("12.predict", "fail", _predict(norm="x = (x - mean) / std"),
            label="mean/std broadcast over the width axis", words=("must match",)),
     Answer("12.predict", "fail", _predict(prep="x = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).float()",
                                           norm="x = ((x - mean.view(1, 3, 1, 1)) / std.view(1, 3, 1, 1)) / 255"),
-           label="normalises before scaling to [0, 1]", words=("255",), defect="message gives wrong values only; no hint names normalising before /255"),
+           label="normalises before scaling to [0, 1]", words=("255",)),
     Answer("12.predict", "fail", _predict(norm="mean.unsqueeze_(-1).unsqueeze_(-1); std.unsqueeze_(-1).unsqueeze_(-1)\n    x = (x - mean) / std"),
            label="reshapes the caller's mean/std in place (unsqueeze_)", words=("in place",)),
     Answer("12.predict", "fail", _predict(result="return [classes[i] for i in probs.argmax(dim=1).tolist()], probs.squeeze(0)"),
            label="squeezes the batch of one: probs [C] instead of [1, C]", words=("shape",)),
     Answer("12.predict", "fail", _predict(prep="x = torch.from_numpy(np.stack(arrays)[..., ::-1].copy()).permute(0, 3, 1, 2).float() / 255"),
-           label="BGR channel order (OpenCV habit)", words=("channel",), defect="message gives wrong values only; no hint names the channel order (RGB)"),
+           label="BGR channel order (OpenCV habit)", words=("channel",)),
     Answer("12.predict", "fail", _predict(mode="model.eval(); torch.set_grad_enabled(False)"),
            label="turns autograd off globally", words=("grad",)),
 
@@ -428,7 +428,7 @@ def save_for_serving(model, path, mean, std, classes):
     metadata = {"mean": json.dumps(mean.tolist()), "std": json.dumps(std.tolist()), "classes": json.dumps(classes)}
     tensors = {f"model.{k}": v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     safetensors.torch.save_file(tensors, str(path), metadata=metadata)
-''', label="keys prefixed with 'model.'", words=("model.0.weight",), defect="hint names buffers missing (parameters only) instead of renamed keys"),
+''', label="keys prefixed with 'model.'", words=("model.0.weight",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json, safetensors.torch
@@ -444,14 +444,14 @@ def save_for_serving(model, path, mean, std, classes):
     metadata = {"mean": json.dumps(mean.tolist()), "std": json.dumps(std.tolist()), "classes": json.dumps(classes)}
     safetensors.torch.save_model(model, str(path), metadata=metadata)
     return str(path)
-''', label="returns the path (the task: return nothing)", words=("None",), defect="wrong answer accepted: returns a value where the task says return nothing"),
+''', label="returns the path (the task: return nothing)", words=("None",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json, safetensors.torch
     metadata = {"mean": json.dumps(mean.tolist()), "std": json.dumps(std.tolist()), "classes": json.dumps(classes)}
     model.eval()
     safetensors.torch.save_model(model, str(path), metadata=metadata)
-''', label="calls model.eval() (changes the model's mode)", words=("mode",), defect="wrong answer accepted: model.eval() inside (no case with a model in training mode?)"),
+''', label="calls model.eval() (changes the model's mode)", words=("mode",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json, safetensors.torch
@@ -460,7 +460,7 @@ def save_for_serving(model, path, mean, std, classes):
         path += ".safetensors"
     metadata = {"mean": json.dumps(mean.tolist()), "std": json.dumps(std.tolist()), "classes": json.dumps(classes)}
     safetensors.torch.save_model(model, path, metadata=metadata)
-''', label="appends .safetensors to the path", words=("path",), defect="wrong answer accepted: no case with a path lacking the .safetensors suffix"),
+''', label="appends .safetensors to the path", words=("path",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json, safetensors.torch
@@ -479,7 +479,7 @@ def save_for_serving(model, path, mean, std, classes):
             seen.add(v.data_ptr())
             kept[k] = v
     safetensors.torch.save_file(kept, str(path), metadata=metadata)
-''', label="drops integer buffers (num_batches_tracked)", words=("num_batches_tracked",), defect="wrong answer accepted: num_batches_tracked missing from the file passes"),
+''', label="drops integer buffers (num_batches_tracked)", words=("num_batches_tracked",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json
@@ -496,7 +496,7 @@ def save_for_serving(model, path, mean, std, classes):
             continue                            # "duplicate" found by value
         kept[name] = tensor.contiguous()
     safetensors.torch.save_file(kept, str(path), metadata=metadata)
-''', label="deduplicates by equal values: drops distinct tensors that happen to be equal", words=("missing",), defect="wrong answer accepted: no case with two distinct tensors of equal values"),
+''', label="deduplicates by equal values: drops distinct tensors that happen to be equal", words=("missing",)),
     Answer("12.save_for_serving", "fail", '''
 def save_for_serving(model, path, mean, std, classes):
     import json, safetensors.torch
@@ -529,6 +529,5 @@ def save_for_serving(model, path, mean, std, classes):
         raise ValueError(f"expected a .safetensors path, got {path}")
     metadata = {"mean": json.dumps(mean.tolist()), "std": json.dumps(std.tolist()), "classes": json.dumps(classes)}
     safetensors.torch.save_model(model, path, metadata=metadata)
-''', label="assumes `path` is a str (path.endswith): a pathlib.Path fails", words=("Path",),
-           defect="wrong answer accepted: no case passes a pathlib.Path (the signature says str | Path)"),
+''', label="assumes `path` is a str (path.endswith): a pathlib.Path fails", words=("Path",)),
 ]

@@ -129,7 +129,7 @@ def config_from_args(argv):
         args = parser.parse_args(argv)
     except SystemExit:
         return Config()'''),
-           label="swallows the error and returns the defaults", words=("SystemExit",), defect="hint names parse_known_args instead of the caught SystemExit"),
+           label="swallows the error and returns the defaults", words=("SystemExit",)),
     Answer("14.config_from_args", "fail", _config(kind='''(lambda s: s.lower() == "true") if isinstance(field.default, bool) else type(field.default)'''),
            label="own boolean parser: only 'true' is True ('1', 'yes' become False)", words=("parse_bool",)),
     Answer("14.config_from_args", "fail", _config(parse='''args, unknown = parser.parse_known_args(argv)
@@ -173,7 +173,7 @@ def update_ratio(before: dict, after: dict) -> dict:
 ''', label="loop, torch.dist"),
     Answer("14.update_ratio", "ok", _ratio("((after[name].double() - before[name].double()).norm() / before[name].double().norm()).item()"),
            label="computed in float64"),
-    Answer("14.update_ratio", "ok", '''
+    Answer("14.update_ratio", "fail", '''
 def update_ratio(before, after):
     import math
     out = {}
@@ -181,12 +181,15 @@ def update_ratio(before, after):
         delta = (after[name] - before[name]).flatten()
         out[name] = math.sqrt(float((delta * delta).sum())) / math.sqrt(float((before[name] ** 2).sum()))
     return out
-''', label="sum of squares and math.sqrt, Python float division"),
-    Answer("14.update_ratio", "ok", _ratio("((after[name] - before[name]).norm() / (before[name].norm() + 1e-12)).item()"),
-           label="tiny epsilon in the denominator"),
+''', label="sum of squares and math.sqrt, Python float division: raises ZeroDivisionError on a zero `before`",
+       words=("all zeros", "inf", "nan")),
+    # 28 and 29 were "ok" under an older task text; it now states the zero-norm result (inf if moved, nan if not)
+    Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).norm() / (before[name].norm() + 1e-12)).item()"),
+           label="tiny epsilon in the denominator: a finite number where the task asks for inf/nan",
+           words=("all zeros", "inf", "nan")),
     # ------------------------------------------------------------------ 14.update_ratio: wrong
     Answer("14.update_ratio", "fail", _ratio("(after[name].norm() / before[name].norm()).item()"),
-           label="ratio of the norms, not the norm of the difference", words=("norm of the difference",), defect="message gives numbers only (expected/found) and the task; no hint names the ratio of the norms (found 0.9999 for 0.00094)"),
+           label="ratio of the norms, not the norm of the difference", words=("norm of the difference",)),
     Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).norm() / after[name].norm()).item()"),
            label="divides by ‖after‖", words=("before",)),
     Answer("14.update_ratio", "fail", _ratio("(after[name] - before[name]).norm() / before[name].norm()"),
@@ -194,13 +197,13 @@ def update_ratio(before, after):
     Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).norm(p=1) / before[name].norm(p=1)).item()"),
            label="L1 norms", words=("L2",)),
     Answer("14.update_ratio", "fail", _ratio("(((after[name] - before[name]) ** 2).sum() / (before[name] ** 2).sum()).item()"),
-           label="squared norms (no square root)", words=("square",), defect="message gives numbers only (expected/found) and the task; no hint names the squared norms"),
+           label="squared norms (no square root)", words=("square",)),
     Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).abs().max() / before[name].abs().max()).item()"),
            label="max-abs (infinity) norms", words=("L2",)),
     Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).abs() / before[name].abs()).mean().item()"),
-           label="mean of per-element relative changes", words=("per-element",), defect="message gives numbers only (expected/found) and the task; no hint names the mean of per-element ratios"),
+           label="mean of per-element relative changes", words=("per-element",)),
     Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).norm(dim=-1) / before[name].norm(dim=-1)).mean().item()"),
-           label="row-wise norms, then the mean", words=("all elements",), defect="message gives numbers only (expected/found) and the task; no hint names norms per row instead of over all elements"),
+           label="row-wise norms, then the mean", words=("all elements",)),
     Answer("14.update_ratio", "fail", '''
 def update_ratio(before, after):
     return {name: (after[name].sub_(before[name]).norm() / before[name].norm()).item() for name in before}
@@ -221,13 +224,13 @@ def update_ratio(before, after):
     Answer("14.update_ratio", "fail", _ratio("((after[name] - before[name]).norm() / before[name].norm()).log10().item()"),
            label="log10 of the ratio (for a log plot)", words=("-3.02553",)),
     Answer("14.update_ratio", "fail", _ratio("((before[name] - after[name]).sum().abs() / before[name].sum().abs()).item()"),
-           label="ratio of sums, not of norms", words=("sum",), defect="message gives numbers only (expected/found) and the task; no hint names sums instead of norms"),
+           label="ratio of sums, not of norms", words=("sum",)),
     Answer("14.update_ratio", "fail", '''
 def update_ratio(before, after):
     return {i: ((after[n] - before[n]).norm() / before[n].norm()).item() for i, n in enumerate(before)}
 ''', label="keys are positions, not names", words=("key",)),
     Answer("14.update_ratio", "fail", _ratio("((after[name].half() - before[name].half()).norm() / before[name].half().norm()).item()"),
-           label="computed in float16 to save memory", words=("float16",), defect="message gives numbers only (expected/found) and the task; no hint names the float16 computation"),
+           label="computed in float16 to save memory", words=("float16",)),
 
     # ------------------------------------------------------------------ 14.log_row: correct
     Answer("14.log_row", "ok", _row(), label="item(), param_groups[0], float()"),
@@ -274,12 +277,12 @@ def log_row(step, loss, optimizer, grad_norm):
             "grad_norm": float(grad_norm)}
 ''', label="key 'learning_rate' instead of 'lr'", words=("lr",)),
     Answer("14.log_row", "fail", _row(extra="optimizer.zero_grad()"),
-           label="zero_grad inside the logging function (changes the optimizer's parameters' grads)", words=("grad",), defect="wrong answer accepted: optimizer.zero_grad() inside log_row (clears the parameters' .grad) is not detected"),
+           label="zero_grad inside the logging function (changes the optimizer's parameters' grads)", words=("grad",)),
     Answer("14.log_row", "fail", _row(lr='optimizer.param_groups[0].get("initial_lr", optimizer.param_groups[0]["lr"])'),
-           label="initial_lr (the scheduler's base rate) instead of the current rate", words=("initial_lr",), defect="wrong answer accepted: no case with a scheduler (initial_lr differs from the current lr)"),
+           label="initial_lr (the scheduler's base rate) instead of the current rate", words=("initial_lr",)),
     Answer("14.log_row", "fail", _row(loss="round(loss.item(), 2)"), label="loss rounded to 2 decimals", words=("found 5.5",)),
     Answer("14.log_row", "fail", _row(grad='''torch.norm(torch.stack([p.grad.norm() for g in optimizer.param_groups for p in g["params"] if p.grad is not None])).item()'''),
-           label="recomputes the gradient norm from .grad (after clipping) instead of the argument", words=("grad_norm",), defect="wrong answer accepted: no case where the grad_norm argument differs from the norm of .grad (clipping)"),
+           label="recomputes the gradient norm from .grad (after clipping) instead of the argument", words=("grad_norm",)),
     Answer("14.log_row", "fail", _row(step="int(step) + 1"), label="step + 1", words=("'step': 1",)),
     Answer("14.log_row", "fail", '''
 def log_row(step, loss, optimizer, grad_norm):
@@ -291,7 +294,7 @@ def log_row(step, loss, optimizer, grad_norm):
            label="lr formatted as a string for the CSV", words=("str",)),
     Answer("14.log_row", "fail", _row(loss="loss.data"), label="loss.data: still a tensor", words=("tensor",)),
     Answer("14.log_row", "fail", _row(lr='optimizer.param_groups[0]["lr"]', extra='''if isinstance(optimizer.param_groups[0]["lr"], float):
-        pass'''), label="lr returned as the optimizer holds it (a tensor lr stays a tensor)", words=("lr",), defect="wrong answer accepted: no case with a tensor learning rate"),
+        pass'''), label="lr returned as the optimizer holds it (a tensor lr stays a tensor)", words=("lr",)),
     Answer("14.log_row", "fail", _row(grad="float(grad_norm) ** 2"), label="squared gradient norm", words=("'grad_norm': 3.77195",)),
     Answer("14.log_row", "fail", _row(extra='''for group in optimizer.param_groups:
         group.setdefault("logged_steps", 0)
