@@ -1104,6 +1104,25 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
     return "ok", f"passed {count} test case{'' if count == 1 else 's'}", None
 
 
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """torch's intra-op threads set to 1 while a check runs, then restored.
+
+    A check's cases are tiny, so a thread pool only adds waiting: on a busy machine an OpenMP worker
+    that is not scheduled makes every small ``backward``/``cross_entropy`` wait for it (measured: a
+    checkpoint check took 3.5 s of CPU with 2 threads at load 9, 1.2 s with one). It is also the
+    arithmetic the notebooks use (``setup()`` sets one thread).
+    """
+    threads = torch.get_num_threads()
+    if threads != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+
 def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
     """Run the checker for ``exercise_id`` on the learner's ``candidate`` function.
 
@@ -1125,7 +1144,8 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
                            f"{type(candidate).__name__} {candidate!r:.60}. Pass the function "
                            f"itself, without calling it: check({exercise_id!r}, my_function)")
     try:
-        status, detail, mistake = _run_candidate(ex, candidate)
+        with _one_thread():
+            status, detail, mistake = _run_candidate(ex, candidate)
     except _Todo as todo:
         what = todo.args[0] if todo.args else _stub_words(candidate)
         return CheckResult(exercise_id, "todo",

@@ -184,6 +184,25 @@ def _spin(x: torch.Tensor) -> torch.Tensor:
         x = x + 0
 
 
+def test_check_runs_on_one_torch_thread_and_restores_the_count(toy) -> None:
+    """Tiny cases on a thread pool wait for busy workers (seconds on a loaded machine): one thread."""
+    seen: list[int] = []
+
+    def counting(x: torch.Tensor) -> torch.Tensor:
+        seen.append(torch.get_num_threads())
+        return 2 * x
+
+    exercise_id = toy(_double)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert check(exercise_id, counting).status == "ok"
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_endless_loop_fails_within_the_limit_on_the_main_thread(toy) -> None:
     exercise_id = toy(_double, time_limit=0.3)
     started = time.monotonic()
