@@ -280,7 +280,7 @@ def _epoch_list_of_losses(model, loader, loss_fn, optimizer, device):
         optimizer.step()
         losses.append(loss * len(y))
         count += len(y)
-    return float(sum(l.item() for l in losses)) / count
+    return float(sum(v.item() for v in losses)) / count
 
 
 def _loss_float32(step_losses):

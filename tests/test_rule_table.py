@@ -8,7 +8,8 @@ import pytest
 from course_utils.exercises import check, get_exercise, list_exercises
 from tests.rule_table import RULES
 
-EXERCISES = list_exercises()
+# The lessons' exercises (00-14); other tests register toy exercises (98.*) in the same process.
+EXERCISES = [e for e in list_exercises() if int(e.split(".")[0]) <= 14]
 
 
 def test_every_exercise_has_a_rule_table() -> None:
