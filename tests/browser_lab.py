@@ -125,6 +125,8 @@ def _strip(nb: Any) -> Any:
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
+            # A collapsed input (the bootstrap cell) hides its prompt, which the run check reads.
+            cell.metadata.pop("jupyter", None)
     nb.metadata.pop("widgets", None)
     return nb
 
@@ -502,11 +504,6 @@ _JS_READOUT = """async (modelId) => {
   return text.trim();
 }"""
 
-_JS_PANEL_TEXT = """() => window.__coursePanel ? window.__coursePanel.node.innerText : ''"""
-
-# Widget views drawn in the page (ipywidgets 8 marks every rendered view with this class).
-_JS_WIDGET_VIEWS = """() => document.querySelectorAll('.jp-OutputArea-output .jupyter-widgets').length"""
-
 _JS_CLOSE = """async () => {
   const panel = window.__coursePanel;
   if (!panel) return;
@@ -812,57 +809,6 @@ class LabDriver:
             healthy = True
         finally:
             self._close_notebook(healthy)
-
-    def open_unrun(self, lab_path: str, widgets_saved: int) -> list[str]:
-        """Open a notebook as a learner first does (kernel started, nothing run) and read the page.
-
-        A fresh notebook must show no widget error ("Error displaying widget: model not found"
-        when a widget output has no saved state), and draw the ``widgets_saved`` widget outputs the
-        file holds from its saved state. Returns the problems as sentences.
-        """
-        problems: list[str] = []
-        healthy = False
-        try:
-            if self.page is None:
-                self.open_lab()
-            self.page.evaluate(_JS_OPEN, lab_path)
-            self._wait(lambda: self.page.evaluate(_JS_KERNEL) == "idle", timeout("BROWSER_LOAD_TIMEOUT"),
-                       "the kernel to start and become idle")
-            time.sleep(2.0)  # the widget manager restores saved state right after the kernel connects
-            problems = self._unrun_problems("JupyterLab", _JS_PANEL_TEXT, widgets_saved)
-            healthy = True
-        finally:
-            self._close_notebook(healthy)
-        return problems
-
-    def open_unrun_notebook7(self, path: str, widgets_saved: int) -> list[str]:
-        """The same check in Jupyter Notebook 7 (``/notebooks/<path>``), on a page of its own."""
-        page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
-        previous, self.page = self.page, page
-        try:
-            page.set_default_timeout(timeout("BROWSER_LOAD_TIMEOUT") * 1000)
-            page.goto(f"{self.server.url}/notebooks/{path}", wait_until="domcontentloaded")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached")
-            page.wait_for_function("() => !!document.querySelector('.jp-Notebook-ExecutionIndicator, "
-                                   ".jp-Toolbar-kernelStatus, #jp-top-panel')")
-            time.sleep(4.0)
-            return self._unrun_problems("Notebook 7", "() => document.body.innerText", widgets_saved)
-        finally:
-            page.close()
-            self.page = previous
-            self.server.shutdown_kernels()
-
-    def _unrun_problems(self, where: str, text_js: str, widgets_saved: int) -> list[str]:
-        problems = []
-        text = self.page.evaluate(text_js)
-        if "Error displaying widget" in text:
-            line = next(t for t in text.splitlines() if "Error displaying widget" in t)
-            problems.append(f"{where}: opened without running, the notebook shows {line.strip()!r}")
-        drawn = self.page.evaluate(_JS_WIDGET_VIEWS)
-        if widgets_saved and drawn == 0:
-            problems.append(f"{where}: the file holds {widgets_saved} widget output(s) but none is drawn "
-                            f"from the saved widget state")
-        return problems
 
     # -- clean-up ----------------------------------------------------------------------------
 

@@ -235,26 +235,3 @@ def test_open_and_save_leaves_notebooks_byte_identical(lab) -> None:
                 changed.append(f"{folder}/{source.name}: " + " / ".join(diff[2:8]))
     assert not changed, "JupyterLab rewrote these on save:\n" + "\n".join(changed)
 
-
-def _saved_widget_outputs(path: Path) -> int:
-    nb = nbformat.read(path, as_version=4)
-    return sum(browser_lab.WIDGET_MIME in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-               for o in c.get("outputs", []))
-
-
-@pytest.mark.browser
-def test_fresh_notebooks_show_no_widget_error_before_running(lab) -> None:
-    """A learner who opens a notebook (JupyterLab 4 and Notebook 7) sees no "Error displaying widget"
-    before running anything: saved widget outputs are drawn from the saved widget state."""
-    driver, _ = lab
-    problems = []
-    target = driver.server.root / "fresh"
-    target.mkdir(exist_ok=True)
-    for source in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        saved = _saved_widget_outputs(source)
-        if not saved:
-            continue
-        shutil.copyfile(source, target / source.name)
-        problems += [f"{source.name}: {p}" for p in driver.open_unrun(f"fresh/{source.name}", saved)]
-        problems += [f"{source.name}: {p}" for p in driver.open_unrun_notebook7(f"fresh/{source.name}", saved)]
-    assert not problems, "\n".join(problems)

@@ -335,7 +335,22 @@ def stable_widget_state(state: dict, views: list[tuple[str, str]], name: str, cl
     kept = json.loads(text)
     if clean is not None:
         kept = _clean_strings(kept, clean)
-    return {**{k: v for k, v in state.items() if k != "state"}, "state": kept}
+    return _as_javascript_numbers({**{k: v for k, v in state.items() if k != "state"}, "state": kept})
+
+
+def _as_javascript_numbers(value: Any) -> Any:
+    """Integral floats as ints (188.0 -> 188), as JupyterLab's JSON writes them on save.
+
+    >>> _as_javascript_numbers({"max": 188.0, "step": 0.5, "n": [1.0, True]})
+    {'max': 188, 'step': 0.5, 'n': [1, True]}
+    """
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _as_javascript_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_javascript_numbers(v) for v in value]
+    return value
 
 
 def _clean_strings(value: Any, clean: Any) -> Any:
