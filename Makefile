@@ -121,7 +121,7 @@ mutation: $(STAMP)
 # --- Environments (README "Where the course runs"; CONTRIBUTING gives each leg's time) ----------
 # `make test-py313`: the unit tests and every notebook (strict nbval) under the newest supported
 # Python, in its own environment .venv313 (git-ignored; about 6 GB, torch from the package registry).
-# The browser test and tests/test_environments.py (spawn, no compiler, temporary files) stay on the
+# The browser and website tests and tests/test_environments.py (spawn, no compiler, temporary files) stay on the
 # main leg: they test JupyterLab and the platform, not the Python version.
 PY313   ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
 VENV313 := .venv313
@@ -135,7 +135,7 @@ $(STAMP313): requirements.txt requirements-instructor.txt pyproject.toml
 
 test-py313: $(STAMP313)
 	$(VENV313)/bin/python -m pytest -n 2 --dist loadscope $(NBVAL) tests course_utils tools notebooks solutions \
-	  --ignore tests/test_browser.py --ignore tests/test_environments.py $(PYTEST_ARGS)
+	  --ignore tests/test_browser.py --ignore tests/test_environments.py --ignore tests/test_site.py $(PYTEST_ARGS)
 
 # `make test-spawn`: the notebooks that start DataLoader workers or DDP ranks, with every process
 # started by spawn as on macOS and Windows (course_utils.netguard.kernel_env reads the variable).
