@@ -213,7 +213,8 @@ def load_glossary(path: Path = GLOSSARY) -> list[dict[str, Any]]:
 def glossary_problems(english: str, chinese: str, glossary: list[dict[str, Any]]) -> list[str]:
     """Terms translated otherwise than the glossary says (outside code and math)."""
     problems = []
-    plain_en, plain_zh = _without_code(english).lower(), _without_code(chinese)
+    plain_en = _URL.sub("]", _without_code(english)).lower()
+    plain_zh = _URL.sub("]", _without_code(chinese))
     for term in glossary:
         for variant in term.get("avoid", []):
             if variant in plain_zh:
@@ -253,7 +254,7 @@ def catalogue_problems(lesson: Path) -> list[str]:
             problems += [f"{where}: {cell}: {p}" for p in preservation_problems(message.id, message.string)]
             problems += [f"{where}: {cell}: glossary: {p}" for p in glossary_problems(message.id, message.string,
                                                                                        glossary)]
-    for key in list(existing.obsolete) + [m.id for m in existing if m.id and m.id not in merged]:
+    for key in merged.obsolete:
         problems.append(f"{where}: obsolete entry (its cell is gone from the lesson): {_heading(key)!r}; "
                         f"delete it")
     return problems
