@@ -4,8 +4,9 @@ Every such string is written in the source as ``t("English {placeholder}", place
 ``tn(singular, plural, n)`` or ``N_("English")`` (marked now, translated where shown), or is the
 literal name, hint or task of a ``Mistake(...)`` / ``Exercise(...)``. This tool finds them all by
 reading the source (no import), and keeps one catalogue per area in
-``course_utils/locale/zh_CN/LC_MESSAGES/``: ``framework.po`` (everything outside the two folders
-below), ``doctor.po`` (``course_utils/doctor/``) and ``checks_nbNN.po`` (``course_utils/checks/nbNN.py``)::
+``course_utils/locale/zh_CN/LC_MESSAGES/``: ``framework.po`` (``exercises``, ``grade``, ``claims``,
+``setup``), ``checks_nbNN.po`` (``checks/nbNN.py``), ``doctor.po`` (``doctor/``), ``widgets.po``
+(``widgets/``, ``viz/``) and ``helpers.po`` (every other module)::
 
     python -m tools.messages update    # add new msgids (empty), mark gone ones obsolete
     # translate: fill every msgstr, keep every {placeholder}, `code` span and number
@@ -90,7 +91,11 @@ def area_of(path: Path) -> str:
         return f"checks_{relative.stem}"
     if relative.parts[0] == "doctor":
         return "doctor"
-    return "framework"
+    if relative.parts[0] in ("widgets", "viz"):
+        return "widgets"
+    if relative.stem in ("exercises", "grade", "claims", "setup", "i18n", "__init__"):
+        return "framework"
+    return "helpers"
 
 
 def extracted() -> dict[str, list[tuple[Found, str]]]:
