@@ -17,7 +17,17 @@ else
 $(error TORCH must be `cpu` or `default`, found `$(TORCH)`)
 endif
 # Your working copies: `make lab` copies notebooks/ here once (git ignores work/), never overwrites.
+# `make lab EDITION=zh`: the Chinese edition (README.zh-CN.md): zh/notebooks copied to work-zh/.
+EDITION ?= en
+ifeq ($(EDITION),zh)
+WORK := work-zh
+SOURCE_NOTEBOOKS := zh/notebooks
+else ifeq ($(EDITION),en)
 WORK := work
+SOURCE_NOTEBOOKS := notebooks
+else
+$(error EDITION must be `en` or `zh`, found `$(EDITION)`)
+endif
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 # Extra arguments for JupyterLab, e.g. `make lab LAB_ARGS="--no-browser --port 8890"`.
 LAB_ARGS ?=
@@ -45,7 +55,7 @@ lab: $(STAMP) work
 # Copies every notebook that work/ does not have yet (a new lesson after `git pull` too).
 work:
 	@mkdir -p $(WORK)
-	@for nb in notebooks/*.ipynb; do \
+	@for nb in $(SOURCE_NOTEBOOKS)/*.ipynb; do \
 	  if [ ! -e "$(WORK)/$${nb##*/}" ]; then cp "$$nb" "$(WORK)/" && echo "new working copy: $(WORK)/$${nb##*/}"; fi; \
 	done
 
@@ -53,8 +63,8 @@ work:
 # kept as work/03_*.bak1.ipynb, the next reset's as .bak2, ... (the first free number; the name is printed).
 reset:
 	@echo "$(NB)" | grep -Eq '^[0-9][0-9]$$' || { echo "usage: make reset NB=03 (two digits)"; exit 2; }
-	@set -e; for nb in notebooks/$(NB)_*.ipynb; do \
-	  test -e "$$nb" || { echo "no notebook notebooks/$(NB)_*.ipynb"; exit 2; }; \
+	@set -e; for nb in $(SOURCE_NOTEBOOKS)/$(NB)_*.ipynb; do \
+	  test -e "$$nb" || { echo "no notebook $(SOURCE_NOTEBOOKS)/$(NB)_*.ipynb"; exit 2; }; \
 	  name=$${nb##*/}; mkdir -p $(WORK); \
 	  if [ -e "$(WORK)/$$name" ]; then \
 	    n=1; while [ -e "$(WORK)/$${name%.ipynb}.bak$$n.ipynb" ]; do n=$$((n + 1)); done; \
@@ -63,10 +73,12 @@ reset:
 	  cp "$$nb" "$(WORK)/$$name" && echo "fresh copy: $(WORK)/$$name"; \
 	done
 
-# Lint, then unit + doctests, then every notebook in notebooks/ and solutions/ re-executed and compared.
+# Lint, then unit + doctests, then every notebook of both editions (notebooks/, solutions/, zh/notebooks/,
+# zh/solutions/) re-executed and compared.
 test: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(BIN)/python -m pytest -n 2 --dist loadscope $(NBVAL) tests course_utils tools notebooks solutions $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadscope $(NBVAL) tests course_utils tools notebooks solutions \
+	  zh/notebooks zh/solutions $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
@@ -74,10 +86,12 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n 2 tests course_utils tools $(PYTEST_ARGS)
 
-# Contributors: generate solutions/ and notebooks/ from lessons/ and execute them.
-# `make notebooks NB=01` limits it to one lesson (both notebooks).
+# Contributors: generate solutions/ and notebooks/ from lessons/, and the Chinese edition's zh/solutions/ and
+# zh/notebooks/ from lessons/ + lessons/zh_CN/*.po (tools/translate.py), and execute them.
+# `make notebooks NB=01` limits it to one lesson (its four notebooks).
 notebooks: $(STAMP)
 	$(BIN)/python -m tools.authoring build $(NB)
+	$(BIN)/python -m tools.translate build $(NB)
 
 # Instructors (docs/instructors.md): nbgrader, from requirements-instructor.txt, for `make test` too.
 INSTRUCTOR_STAMP := $(VENV)/.installed-instructor
