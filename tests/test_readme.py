@@ -67,3 +67,13 @@ def test_readme_states_python_versions_licences_and_updating() -> None:
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert "Attribution 4.0 International" in (ROOT / "LICENSE-CONTENT").read_text()
     assert "MIT" in readme and "CC BY 4.0" in readme
+
+
+def test_chinese_readme_linked_both_ways_with_a_badge_per_chinese_notebook() -> None:
+    english = (ROOT / "README.md").read_text(encoding="utf-8")
+    chinese = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert "(README.zh-CN.md)" in english and "(README.md)" in chinese
+    for lesson in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py")):
+        assert f"urlpath=lab/tree/zh/notebooks/{lesson.stem}.ipynb" in chinese, lesson.stem
+        assert f"/blob/main/zh/notebooks/{lesson.stem}.ipynb" in chinese, lesson.stem
+    assert "make lab EDITION=zh" in chinese
