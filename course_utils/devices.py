@@ -51,6 +51,10 @@ def describe(device: torch.device | None = None) -> str:
 GPU_RESULTS = "benchmarks/GPU_RESULTS.md"
 """Where numbers measured by the GPU cells are recorded once a GPU run has produced them."""
 
+GPU_RUN_RECORDED = False
+"""Whether GPU_RESULTS holds measurements yet. Set it to True in the commit that records a GPU run,
+so that the skip message stops saying that none is recorded."""
+
 
 def skip_unless_gpu(what: str, expect: str | None = None) -> bool:
     """Return True when a GPU is there; otherwise say what the cell would show, and return False.
@@ -78,8 +82,12 @@ def skip_unless_gpu(what: str, expect: str | None = None) -> bool:
     print(f"Skipped on this machine (no CUDA GPU): {what}.")
     if expect:
         print(f"What you would see on a GPU: {expect.strip()}")
-        print(f"(typical figures, not measured here; numbers measured by this cell on a GPU are "
-              f"recorded in {GPU_RESULTS} once a GPU run has produced them)")
+        if GPU_RUN_RECORDED:
+            print(f"(typical figures, not measured here; what this cell measured on a GPU is "
+                  f"recorded in {GPU_RESULTS})")
+        else:
+            print(f"(typical figures, not measurements: no GPU run of this course is recorded yet, "
+                  f"so {GPU_RESULTS} lists this cell without numbers)")
     else:
         print("On a GPU machine this cell runs and prints its measurements.")
     return False

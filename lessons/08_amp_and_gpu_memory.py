@@ -398,10 +398,13 @@ for label, value in examples.items():
     print(f"{label:36s} {v.half().item():12.6g} {v.bfloat16().item():12.6g}")
 
 # %% [markdown]
-# - float16 **overflows** above 65504. It **rounds to zero** below about 3e-8, half its smallest
-#   subnormal (5.96e-8): a gradient of 1e-8 simply disappears. Between that and its smallest normal
-#   number, 6.1e-5, it is *subnormal*: the smaller the value, the fewer significant bits it keeps.
-#   Inside its normal range it is the more precise format.
+# - float16 **overflows** above 65504: 70000 became `inf`.
+# - At the small end, read two numbers in float16's row of the first table. Its smallest *normal*
+#   number is 6.104e-05 (2⁻¹⁴); its smallest *subnormal* is 5.96e-08 (2⁻²⁴). Between the two,
+#   float16 still stores a value, but the smaller the value, the fewer significant bits it keeps.
+#   Below 5.96e-08 there is nothing smaller to store: a value rounds up to 5.96e-08 or down to 0,
+#   and the cut is half of it, about 3e-8. So 1e-8 **became 0** when it was cast to float16.
+# - Inside its normal range float16 is the more precise format (its eps, 0.0009766, is smaller).
 # - bfloat16 has the range of float32, so neither problem occurs. But it keeps only about 3
 #   significant digits: 257 becomes 256 and 1 + 2⁻⁹ becomes 1.
 #
@@ -581,13 +584,27 @@ for name, g in results.items():
     print(f"{name:22s} exact zeros {(g == 0).float().mean():6.1%}   relative error {rel_error(g, g32):.0e}")
 
 # %% [markdown]
-# Under float16 every single gradient entry of the first layer is **exactly zero**. The values
-# flowing backward fell below half of float16's smallest subnormal and were rounded to zero. The
-# optimizer would see zero gradients and the layer would never learn, with no error message.
+# Follow the numbers, one step at a time:
 #
-# Multiplying the loss first shifts every gradient up by the same factor, into float16's range
-# (the chain rule is linear). Dividing afterwards, in float32, restores the true size. That is
-# **loss scaling**.
+# 1. In float32 a typical gradient entry of the first layer is 2.9e-08 (the first line).
+# 2. That is below float16's smallest subnormal, 5.96e-08, and even below half of it, about 3e-8.
+#    The gradients flowing backward through the network are this small or smaller.
+# 3. Under float16 autocast the backward pass carries them as float16 tensors. Cast to float16,
+#    such a value becomes 0. So under float16 every gradient entry of the first layer is
+#    **exactly zero** (100.0%), and the relative error is 1e+00: nothing of the gradient is left.
+#    The optimizer would see zero gradients and the layer would never learn, with no error message.
+#
+# **Loss scaling** fixes this in two moves:
+#
+# 1. Multiply the loss by a factor S before `backward()`. The chain rule is linear, so every
+#    gradient comes out S times larger. Here S = 2¹⁶ = 65536, and the typical entry becomes
+#    2.9e-08 × 65536 ≈ 0.0019: far above float16's smallest normal number (6.104e-05), so it
+#    survives the cast with all its bits.
+# 2. Divide every gradient by S again, in float32, before the optimizer's step. That restores the
+#    true size.
+#
+# The third row shows the result: no exact zeros, and a relative error of 6e-04, within float16's
+# precision (its eps is 0.0009766).
 #
 # ### 5.2 `GradScaler` step by step
 #

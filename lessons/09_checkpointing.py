@@ -233,6 +233,7 @@ print("payload after loading:", loaded["payload"])  # None: print(...) was calle
 # | `scaler.state_dict()` | with fp16 AMP: `GradScaler`'s current loss scale (notebook 08) |
 # | epoch, step, best metric | loop counters, and what "best" means so far |
 # | RNG states | torch (CPU and each GPU), NumPy, Python `random`, and the DataLoader's `torch.Generator` |
+# | library versions | which Python, PyTorch and NumPy wrote the file (section 11 shows why) |
 #
 # Our run, in `course_utils.resume_demo`, has all of these:
 #
@@ -269,18 +270,22 @@ print("scheduler steps taken:", run.scheduler.state_dict()["last_epoch"])
 # With fp16 mixed precision on a GPU (notebook 08), the `GradScaler`'s state belongs in the
 # checkpoint too: its current loss scale took many steps to find.
 #
-# Here is everything together, as `course_utils.checkpoint.make_checkpoint` builds it:
+# Here is everything together. `course_utils.checkpoint.make_checkpoint` builds the training state;
+# the library versions are one more plain dict on top:
 
 # %%
 scaler = torch.amp.GradScaler(device.type, enabled=device.type == "cuda")  # fp16 AMP runs on GPUs
 full = ckpt.make_checkpoint(run.model, run.optimizer, run.scheduler,
                             scaler if scaler.is_enabled() else None,
                             epoch=run.epoch, step=run.step, best_metric=None, generator=run.generator)
+full["versions"] = {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__}
 print("GradScaler enabled:", scaler.is_enabled())
 print(sorted(full))
 
 # %% [markdown]
-# ### RNG state: four generators, one weights_only-friendly dict
+# Without a GPU, fp16 AMP is off, so there is no `scaler` entry: 8 keys. With it, there are 9.
+#
+# ### RNG state: five entries, one weights_only-friendly dict
 #
 # NumPy's own `np.random.get_state()` returns a tuple holding an `ndarray`, which `weights_only=True`
 # refuses to unpickle:
@@ -294,6 +299,17 @@ torch.load(workdir / "np_state.pt", weights_only=True)
 # numbers; `restore_rng_state` puts them back.
 #
 # Proof that it captures them all: draw from each, restore, draw again.
+#
+# The first line of output lists the five entries of the captured state:
+#
+# - `torch`: torch's global CPU generator (Dropout draws from it);
+# - `cuda`: one state per GPU, an empty list on a machine without one;
+# - `numpy`: NumPy's global generator;
+# - `python`: Python's `random`;
+# - `generator`: the DataLoader's own `torch.Generator` (the shuffle order).
+#
+# So four generators are drawn from below (torch, NumPy, `random` and the DataLoader's), plus the
+# GPU entry, which is empty here.
 
 # %%
 from course_utils.checkpoint import capture_rng_state, restore_rng_state
@@ -361,6 +377,10 @@ torch.load(path, weights_only=True)
 # to `path`, which may be a `str` or a `Path`; the function returns nothing. The checker loads your
 # file with `weights_only=True`, resumes a real run from it and compares with an uninterrupted run,
 # and watches whether the file arrives by `os.replace` after the temp file was flushed and `os.fsync`-ed.
+#
+# The seven keys leave out `versions` (and `scaler`, as there is no fp16 AMP here): a resume does
+# not read them, so a resume cannot test them. In your own training code, add the `versions` entry
+# as section 4 does.
 
 # %%
 def save_checkpoint(path, model, optimizer, scheduler, generator, epoch, step, best_metric):
@@ -479,19 +499,36 @@ print("parameters identical to the uninterrupted run (torch.equal):", identical)
 
 # %% [markdown]
 # **In a separate process.** The strictest version runs step 3 in a new Python process, so that no
-# state hidden anywhere in this kernel can help. `course_utils.resume_demo` does that from a
-# terminal:
+# state hidden anywhere in this kernel can help. `course_utils.resume_demo` is that process. To run
+# it, paste this into a new cell right below the one above (the checkpoint lives in this notebook's
+# temporary work folder, which the last section removes):
 #
+# ```python
+# import subprocess
+# import course_utils
+#
+# child = subprocess.run(
+#     [sys.executable, "-m", "course_utils.resume_demo", "--resume", str(ckpt_path),
+#      "--epochs", "3", "--total-epochs", "6", "--out", str(workdir / "final.pt")],
+#     cwd=Path(course_utils.__file__).parents[1],  # the folder that holds course_utils
+#     capture_output=True, text=True)
+# print(child.stdout + child.stderr)
+# final = torch.load(workdir / "final.pt", weights_only=True)
+# print("identical:", all(torch.equal(a, b) for a, b in
+#                         zip(straight.model.state_dict().values(), final["model"].values())))
 # ```
-# python -m course_utils.resume_demo --resume epoch-3.pt --epochs 3 --total-epochs 6 --out final.pt
-# ```
+#
+# `sys.executable` is this kernel's Python, `ckpt_path` the file the cell above saved, and `cwd`
+# lets the new process import `course_utils`. It prints `fresh process: resumed at epoch 3, step 24`,
+# then `fresh process: trained to epoch 6, step 48; wrote final.pt`, then `identical: True`. It takes
+# a few seconds: the new process imports PyTorch first.
 #
 # The course's unit test `test_resume_in_a_fresh_process_is_bit_exact` (in
 # `tests/test_checkpoint.py`) runs the same command on a shorter schedule: a checkpoint after
 # epoch 2 of 4 (`--epochs 2 --total-epochs 4`). It finds the final parameters `torch.equal` to an
 # uninterrupted run in the test process.
 #
-# This notebook does not start that process. A second Python process that imports PyTorch costs
+# The notebook does not run this cell itself. A second Python process that imports PyTorch costs
 # about as much memory as this kernel's own `import torch` (about 650 MB resident for the CUDA
 # build), which is more than the notebook's memory budget allows.
 #

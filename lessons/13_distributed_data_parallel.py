@@ -82,8 +82,16 @@ workdir = Path(tempfile.mkdtemp(prefix="nb13-"))  # every file this notebook wri
 # the mean of the `W` shard losses, and the gradient of a mean is the mean of the gradients. So the
 # average of the shard gradients *is* the big-batch gradient.
 #
-# Check it in this process before involving any other. `make_model` and `make_batch` are the tiny
-# model and data every worker will use.
+# Check it in this process before involving any other. The model and the data come from
+# `course_utils/distributed.py`, the module this notebook's workers run from:
+#
+# - `make_model()` builds a tiny MLP, `Linear(4, 8)`, `Tanh`, `Linear(8, 1)`, seeded so that every
+#   process gets the same weights;
+# - `make_batch()` returns a fixed regression batch, `x` of shape `[8, 4]` and `y` of shape `[8, 1]`.
+
+# %%
+print(inspect.getsource(ddp_lab.make_model))
+
 
 # %%
 def gradients(model, x, y):
@@ -214,9 +222,9 @@ check("13.shard_indices", shard_indices)
 # (`torchrun`, section 8, is neither. It starts fresh interpreters that each run your whole script
 # from the top, as `__main__`; no function is looked up by name.)
 #
-# `ddp_lab.launch` forks on Linux and spawns elsewhere. `benchmarks/results/ddp_start.md` has both
-# measured on the course's test machine: fork takes about 0.3 s and 30 MB for two workers, spawn
-# about 13 s and 900 MB.
+# `ddp_lab.launch` forks on Linux and spawns elsewhere. Fork is by far the cheaper start: on the
+# course's test machine, starting two workers by spawn took about 40 times as long as by fork, and
+# about 30 times the extra memory (`benchmarks/results/ddp_start.md`).
 #
 # A function defined in a notebook cell lives in no importable module, so a spawned worker could
 # not find it. That is why the workers of this notebook live in `course_utils/distributed.py`. And
@@ -263,7 +271,8 @@ print("LOOPBACK_ENV =", ddp_lab.LOOPBACK_ENV)
 #
 # One launch runs everything the workers of this notebook do (`ddp_lab.lesson_worker`): the
 # gradient step above, a short training run (section 5) and the experiments of section 7. The cell
-# prints how this kernel started them.
+# prints how this kernel started them (fork or spawn) and how long the launch took, from start to
+# stop, work included.
 
 # %% tags=["nbval-ignore-output"]
 import time
@@ -276,6 +285,10 @@ print(f"2 workers started ({ddp_lab.default_start_method()}), ran and stopped in
 confirm([r["rank"] for r in results] == [0, 1], "both workers, rank 0 and rank 1, reported back")
 
 # %% [markdown]
+# The printed time is this launch on your machine: it depends on the machine, on how busy it is,
+# and on the start method. With fork it stays within seconds. With spawn, expect several seconds
+# more: every worker imports torch again before it starts.
+#
 # ## 4. Check: DDP's gradients are the big-batch gradients
 #
 # Each worker returned the gradients it held after `backward()`. Compare them with the
@@ -325,17 +338,28 @@ for event in results[0]["overlap_events"]:
 # %% [markdown]
 # ## 5. Training with `DistributedSampler`, saving on rank 0
 #
-# The second half of the lesson worker is an ordinary training loop (notebook 06) with four
-# DDP-specific lines:
+# The second half of the lesson worker is an ordinary training loop (notebook 06). The cell below
+# prints all of it that matters for DDP, in the order a worker runs it:
 #
-# - a `DistributedSampler`, which reads the rank and world size from the process group;
-# - `sampler.set_epoch(epoch)`;
-# - one `all_reduce` per epoch, to log the loss averaged over all ranks;
-# - a save that only rank 0 performs.
+# 1. `_entry` builds the **process group** before the worker function starts (section 3);
+# 2. `ddp_train` builds a `DistributedSampler`, which reads the rank and world size from the process
+#    group, and hands it to the `DataLoader`;
+# 3. it **wraps the model**: `model = DDP(make_model())`;
+# 4. the loop calls `sampler.set_epoch(epoch)`, does one `all_reduce` per epoch to log the loss
+#    averaged over all ranks, and saves on rank 0 only.
 
 # %%
+entry = inspect.getsource(ddp_lab._entry)
+print("# _entry, before the worker runs: join the process group")
+print("\n".join(line for line in entry.splitlines()
+                if "FileStore" in line or "init_process_group" in line or "timeout=" in line))
 source = inspect.getsource(ddp_lab.ddp_train)
-print(source[source.index("    for epoch"):source.index("    dist.barrier")])
+print("\n# ddp_train: data, sampler, the DDP wrapper, then the loop")
+print(source[source.index("    x, y = make_batch"):source.index("    dist.barrier")])
+
+# %% [markdown]
+# On CPUs, `DDP(model)` takes no `device_ids`. On GPUs each process drives one GPU and the wrap
+# line becomes `DDP(model.to(device), device_ids=[local_rank])`, as in the script of section 8.
 
 # %% [markdown]
 # What came back:
@@ -607,8 +631,25 @@ print("stage gradients == big-batch gradients:",
 # %% [markdown]
 # ## 8. The same code on many GPUs and machines: `torchrun`
 #
-# On real hardware you do not spawn processes from a notebook. You launch a script with
-# **`torchrun`**, which:
+# On real hardware you do not start processes from a notebook. You put the training code in a
+# script, say `train.py`, and launch it from a terminal with **`torchrun`**:
+#
+# ```
+# torchrun --standalone --nproc-per-node=2 train.py
+# ```
+#
+# That starts 2 processes on this machine, each running `train.py` from the top. To try it with
+# this lesson's own training loop, run this from the course folder (the one that holds
+# `course_utils`):
+#
+# ```
+# torchrun --standalone --nproc-per-node=2 -m course_utils.distributed
+# ```
+#
+# It trains on 2 CPU processes, and rank 0 prints `2 ranks, epoch losses [0.534, 0.5074, 0.4354]`:
+# the losses section 5 printed.
+#
+# `torchrun`:
 #
 # - starts one process per GPU;
 # - sets `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR` and `MASTER_PORT` for each;
@@ -643,9 +684,7 @@ print("stage gradients == big-batch gradients:",
 # fails at this line instead of at the first collective. It also spares `dist.barrier()` from
 # guessing which GPU to use.
 #
-# The command lines. The first one works on any laptop: `course_utils/distributed.py` has a
-# `main()` that runs this lesson's training loop under `torchrun`. (The course's tests run it that
-# way, inside an isolated network namespace that has only a loopback interface.)
+# The command for each kind of machine:
 #
 # | where | command |
 # |---|---|
@@ -657,10 +696,11 @@ print("stage gradients == big-batch gradients:",
 # Nothing in the training code depends on how many processes there are: `WORLD_SIZE` grows, each
 # shard shrinks, and the gradients are still the big-batch gradients.
 #
-# Note: this notebook does not run `torchrun` itself. Its rendezvous store listens on every network
-# interface, and the course stays off the network; the course's tests run the first command, inside
-# a private network namespace. `nccl` needs NVIDIA GPUs and is not run anywhere in this course. On
-# GPUs it replaces `gloo`, and nothing else in the script changes.
+# Why this notebook does not run `torchrun` itself: its rendezvous store listens on every network
+# interface, and the notebooks stay off the network. The course's tests run the laptop command,
+# inside a private network namespace that has only a loopback interface. `nccl` needs NVIDIA GPUs
+# and is not run anywhere in this course. On GPUs it replaces `gloo`, and nothing else in the
+# script changes.
 
 # %% [markdown]
 # ## Key points

@@ -275,6 +275,43 @@ def test_gpu_results_table_lists_every_gpu_cell() -> None:
     assert len(listed) == len(set(listed)), "a GPU cell is listed twice"
 
 
+NO_RUN = "No GPU run has been recorded yet"
+
+
+def gpu_record_problems(text: str, recorded: bool) -> list[str]:
+    """What in GPU_RESULTS.md disagrees with devices.GPU_RUN_RECORDED (the skip message's claim)."""
+    paragraphs = text.split("\n\n")
+    top = paragraphs[1] if len(paragraphs) > 1 else ""  # the first paragraph under the title
+    rows = [(cells[1], cells[2].strip() == "not recorded yet")
+            for _, cells in table_rows(text, GPU_HEADER_START) if len(cells) >= 3]
+    if recorded:
+        return ([f"GPU_RUN_RECORDED is True but the page still says {NO_RUN!r}"] if NO_RUN in text else []) + \
+            [f"GPU_RUN_RECORDED is True but the row {what!r} says 'not recorded yet'" for what, empty in rows if empty]
+    return ([] if NO_RUN in top else [
+        f"GPU_RUN_RECORDED is False (the skipped cells say no GPU run is recorded), so the first paragraph "
+        f"under the title must say {NO_RUN!r}; found {top[:120]!r}"]) + \
+        [f"GPU_RUN_RECORDED is False but the row {what!r} has a measurement: set it to True in "
+         f"course_utils/devices.py" for what, empty in rows if not empty]
+
+
+def test_gpu_results_page_agrees_with_the_skip_message() -> None:
+    from course_utils import devices
+
+    problems = gpu_record_problems(GPU_RESULTS.read_text(encoding="utf-8"), devices.GPU_RUN_RECORDED)
+    assert not problems, "\n".join(problems)
+
+
+def test_gpu_record_check_can_fail() -> None:
+    head = "# Title\n\n"
+    table = "| notebook | cell | measured on a GPU |\n|---|---|---|\n| 08_x | copies | {} |\n"
+    assert gpu_record_problems(head + f"**{NO_RUN}.**\n\n" + table.format("not recorded yet"), False) == []
+    assert gpu_record_problems(head + "words\n\n" + f"{NO_RUN}.\n\n" + table.format("not recorded yet"), False)
+    assert gpu_record_problems(head + f"{NO_RUN}.\n\n" + table.format("1.9x, H100"), False)
+    assert gpu_record_problems(head + f"{NO_RUN}.\n\n" + table.format("1.9x, H100"), True)
+    assert gpu_record_problems(head + "Measured.\n\n" + table.format("not recorded yet"), True)
+    assert gpu_record_problems(head + "Measured.\n\n" + table.format("1.9x, H100"), True) == []
+
+
 def test_welcome_names_every_notebook_with_a_gpu_cell() -> None:
     """Notebook 00 tells a CPU learner where GPU-only cells are; that list must stay true."""
     welcome = next((ROOT / "lessons").glob("00_*.py")).read_text(encoding="utf-8")
