@@ -516,7 +516,7 @@ _JS_CLOSE = """async () => {
 
 # What the widget outputs of a notebook show before anything ran: ``root`` is "panel" (the
 # JupyterLab panel this driver opened) or "page" (a Notebook 7 page). Top-level outputs only.
-_JS_UNRUN = """([root, note]) => {
+_JS_UNRUN = """([root, texts]) => {
   const base = root === 'panel' ? (window.__coursePanel && window.__coursePanel.node) : document.body;
   if (!base) return null;
   const outs = [...base.querySelectorAll('.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output')];
@@ -526,17 +526,17 @@ _JS_UNRUN = """([root, note]) => {
     if (/^Error displaying widget/.test(text)) count.broken += 1;
     else if (/^Loading widget/.test(text)) count.loading += 1;
     else if (o.classList.contains('jupyter-widgets') || o.querySelector(':scope > .jupyter-widgets')) count.drawn += 1;
-    else if (text.startsWith(note)) count.fallback += 1;
+    else if (texts.some(t => text.startsWith(t))) count.fallback += 1;
   }
   count.errorLines = base.innerText.split('\\n').map(t => t.trim()).filter(t => t.includes('Error displaying widget'));
   return count;
 }"""
 
 # Scrolls the first widget output (drawn, broken or its text fallback) into view; true if found.
-_JS_SCROLL_TO_WIDGET = """(note) => {
+_JS_SCROLL_TO_WIDGET = """(texts) => {
   const o = [...document.querySelectorAll('.jp-OutputArea-output')].find(o => o.closest('.jp-Cell-outputArea')
       && (o.classList.contains('jupyter-widgets') || o.querySelector(':scope > .jupyter-widgets')
-          || /^(Loading widget|Error displaying widget)/.test(o.textContent.trim()) || o.textContent.trim().startsWith(note)));
+          || /^(Loading widget|Error displaying widget)/.test(o.textContent.trim()) || texts.some(t => o.textContent.trim().startsWith(t))));
   if (o) o.closest('.jp-Cell').scrollIntoView({block: 'start'});
   return !!o;
 }"""
@@ -552,13 +552,17 @@ class UnrunView:
     client: str              # "JupyterLab" or "Notebook 7"
     path: str
     trusted: bool
-    saved: int               # widget outputs in the file
+    texts: list[str]         # the text form (first line) of each widget output in the file
     drawn: int = 0           # ... drawn as widgets (from the saved widget state)
     fallback: int = 0        # ... shown as their text/plain form (what an untrusted notebook shows)
     loading: int = 0         # ... still "Loading widget..."
     error_lines: list[str] = field(default_factory=list)      # page lines with "Error displaying widget"
     console_errors: list[str] = field(default_factory=list)   # browser console errors about widgets
     screenshot: str = ""
+
+    @property
+    def saved(self) -> int:
+        return len(self.texts)
 
     def where(self) -> str:
         return f"{self.client}, {'trusted' if self.trusted else 'untrusted'} {self.path}"
@@ -578,12 +582,21 @@ class UnrunView:
             found.append(f"{self.where()}: {self.loading} widget output(s) still say 'Loading widget...'")
         shown = self.drawn if self.trusted else self.fallback
         if not self.error_lines and shown != self.saved:
-            how = "drawn from the saved widget state" if self.trusted else f"shown as text ({INTERACTIVE_NOTE!r})"
+            how = "drawn from the saved widget state" if self.trusted else "shown as their saved text form"
             found.append(f"{self.where()}: the file holds {self.saved} widget output(s), {shown} are {how} "
                          f"(drawn {self.drawn}, text {self.fallback})")
         if found and self.screenshot:
             found.append(f"{self.where()}: screenshot {self.screenshot}")
         return found
+
+
+def widget_texts(path: Path) -> list[str]:
+    """The text form (first line, at most 40 characters) of every widget output in ``path``: what
+    JupyterLab shows for it while the notebook is untrusted."""
+    nb = nbformat.read(path, as_version=4)
+    return ["".join(o["data"].get("text/plain", "")).strip().split("\n")[0][:40].strip()
+            for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if WIDGET_MIME in o.get("data", {})]
 
 
 def trust_notebook(path: Path, server: "LabServer") -> None:
@@ -891,12 +904,12 @@ class LabDriver:
         finally:
             self._close_notebook(healthy)
 
-    def open_unrun(self, lab_path: str, saved: int, client: str = "JupyterLab", trusted: bool = False,
+    def open_unrun(self, lab_path: str, texts: list[str], client: str = "JupyterLab", trusted: bool = False,
                    screenshot: Path | None = None) -> UnrunView:
         """Open a notebook as a learner first does, in JupyterLab or Notebook 7: nothing is run; wait
         until the kernel is idle and every widget output has settled (drawn, text, or an error),
-        then read the page. ``saved`` is the number of widget outputs in the file."""
-        view = UnrunView(client, lab_path, trusted, saved)
+        then read the page. ``texts``: :func:`widget_texts` of the file."""
+        view = UnrunView(client, lab_path, trusted, texts)
         self._page_errors = []
         if client == "JupyterLab":
             healthy = False
@@ -939,14 +952,14 @@ class LabDriver:
         """Poll until every saved widget output settled (or the widget timeout passed), then read."""
         deadline = time.monotonic() + self.widget_timeout
         while True:
-            state = self.page.evaluate(_JS_UNRUN, [root, INTERACTIVE_NOTE])
+            state = self.page.evaluate(_JS_UNRUN, [root, view.texts])
             settled = state and not state["loading"] and \
                 state["drawn"] + state["fallback"] + state["broken"] >= view.saved
             if settled or time.monotonic() > deadline:
                 break
             time.sleep(0.3)
         time.sleep(1.0)  # a late "model not found" replaces a drawn view only after its lookup failed
-        state = self.page.evaluate(_JS_UNRUN, [root, INTERACTIVE_NOTE]) or {}
+        state = self.page.evaluate(_JS_UNRUN, [root, view.texts]) or {}
         view.drawn, view.fallback = state.get("drawn", 0), state.get("fallback", 0)
         view.loading, view.error_lines = state.get("loading", 0), state.get("errorLines", [])
         view.console_errors = [e for e in self._page_errors if WIDGET_CONSOLE_ERROR.search(e)]
@@ -954,7 +967,7 @@ class LabDriver:
             target = screenshot or self.screenshots / f"unrun-{view.client.replace(' ', '')}-{Path(view.path).stem}.png"
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                self.page.evaluate(_JS_SCROLL_TO_WIDGET, INTERACTIVE_NOTE)
+                self.page.evaluate(_JS_SCROLL_TO_WIDGET, view.texts)
                 time.sleep(0.5)
                 self.page.screenshot(path=str(target))
                 view.screenshot = str(target)

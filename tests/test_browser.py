@@ -8,6 +8,9 @@ without ``/usr/bin/chromium`` unless ``REQUIRE_BROWSER_TESTS=1`` (set by ``.ci/r
 Run one notebook:  ``.venv/bin/python -m pytest tests/test_browser.py -k 03_``
 Run other files:   ``BROWSER_NOTEBOOKS=/tmp/scratch .venv/bin/python -m pytest tests/test_browser.py``
 (a folder or ``:``-separated ``.ipynb`` paths). Failures leave a screenshot in ``runs/browser/``.
+
+The notebooks with widget outputs are also opened as committed and not run (JupyterLab untrusted;
+JupyterLab and Notebook 7 trusted): no "Error displaying widget" before a run.
 """
 
 from __future__ import annotations
@@ -239,13 +242,7 @@ def test_open_and_save_leaves_notebooks_byte_identical(lab) -> None:
 
 # --- a notebook opened and not run: no widget error (JupyterLab 4 and Notebook 7) ---------------
 
-def _widget_outputs(path: Path) -> int:
-    nb = nbformat.read(path, as_version=4)
-    return sum(browser_lab.WIDGET_MIME in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-               for o in c.get("outputs", []))
-
-
-_WITH_WIDGETS = [p for p in NOTEBOOKS if p.suffix == ".ipynb" and _widget_outputs(p)]
+_WITH_WIDGETS = [p for p in NOTEBOOKS if p.suffix == ".ipynb" and browser_lab.widget_texts(p)]
 _FRESH_PARAMS = ([pytest.param(p, id=nb_id(p)) for p in _WITH_WIDGETS]
                  or [pytest.param(None, id="none", marks=pytest.mark.skip(reason="no notebook holds a widget output"))])
 _CLIENTS = ("JupyterLab", "Notebook 7")
@@ -259,8 +256,9 @@ def _fresh_copy(driver, source: Path, name: str, *, trusted: bool, drop_widget_s
     nb = nbformat.read(source, as_version=4)
     if drop_widget_state:
         nb.metadata.pop("widgets", None)
-    if not trusted:  # a signature is by content: an identical, signed copy would be trusted too
-        nb.metadata["browser_test_copy"] = "untrusted"
+    # Signatures go by content: a mark per kind keeps an unsigned copy from matching a signed one
+    # (and the committed notebooks, which other tests open, from becoming trusted).
+    nb.metadata["browser_test_copy"] = "trusted" if trusted else "untrusted"
     nbformat.write(nb, folder / name)
     if trusted:
         browser_lab.trust_notebook(folder / name, driver.server)
@@ -278,11 +276,11 @@ def test_fresh_notebook_shows_no_widget_error_before_running(lab, notebook: Path
     widget state; without that state they would show "Error displaying widget: model not found"
     (``test_fresh_open_check_sees_missing_widget_state`` shows this check catching it)."""
     driver, _ = lab
-    saved = _widget_outputs(notebook)
+    texts = browser_lab.widget_texts(notebook)
     untrusted = _fresh_copy(driver, notebook, f"untrusted-{notebook.name}", trusted=False)
     trusted = _fresh_copy(driver, notebook, notebook.name, trusted=True)
-    views = [driver.open_unrun(untrusted, saved, "JupyterLab", trusted=False)]
-    views += [driver.open_unrun(trusted, saved, client, trusted=True) for client in _CLIENTS]
+    views = [driver.open_unrun(untrusted, texts, "JupyterLab", trusted=False)]
+    views += [driver.open_unrun(trusted, texts, client, trusted=True) for client in _CLIENTS]
     for view in views:
         print(f"{view.where()}: {view.saved} widget output(s): drawn {view.drawn}, text {view.fallback}, "
               f"errors {len(view.error_lines)}, widget console errors {len(view.console_errors)}")
@@ -300,10 +298,11 @@ def test_fresh_open_check_sees_missing_widget_state(lab) -> None:
     source = next((p for p in _WITH_WIDGETS if p.name.startswith("00_")), _WITH_WIDGETS[0] if _WITH_WIDGETS else None)
     if source is None:
         pytest.skip("no notebook holds a widget output")
-    saved = _widget_outputs(source)
+    texts = browser_lab.widget_texts(source)
+    saved = len(texts)
     broken = _fresh_copy(driver, source, f"no-widget-state-{source.name}", trusted=True, drop_widget_state=True)
     for client in _CLIENTS:
-        view = driver.open_unrun(broken, saved, client, trusted=True)
+        view = driver.open_unrun(broken, texts, client, trusted=True)
         text = "\n".join(view.problems())
         print(text)
         assert view.error_lines == ["Error displaying widget: model not found"] * saved, text
@@ -311,5 +310,5 @@ def test_fresh_open_check_sees_missing_widget_state(lab) -> None:
         assert "Error displaying widget: model not found" in text, text
     blind = _fresh_copy(driver, source, f"no-widget-state-untrusted-{source.name}", trusted=False,
                         drop_widget_state=True)
-    view = driver.open_unrun(blind, saved, "JupyterLab", trusted=False)
+    view = driver.open_unrun(blind, texts, "JupyterLab", trusted=False)
     assert (view.error_lines, view.drawn, view.fallback) == ([], 0, saved), view.problems()
