@@ -514,6 +514,100 @@ _JS_CLOSE = """async () => {
 }"""
 
 
+# What the widget outputs of a notebook show before anything ran: ``root`` is "panel" (the
+# JupyterLab panel this driver opened) or "page" (a Notebook 7 page). Top-level outputs only.
+_JS_UNRUN = """([root, texts]) => {
+  const base = root === 'panel' ? (window.__coursePanel && window.__coursePanel.node) : document.body;
+  if (!base) return null;
+  const outs = [...base.querySelectorAll('.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output')];
+  const count = {drawn: 0, fallback: 0, loading: 0, broken: 0, cells: base.querySelectorAll('.jp-Cell').length};
+  for (const o of outs) {
+    const text = o.textContent.trim();
+    if (/^Error displaying widget/.test(text)) count.broken += 1;
+    else if (/^Loading widget/.test(text)) count.loading += 1;
+    else if (o.classList.contains('jupyter-widgets') || o.querySelector(':scope > .jupyter-widgets')) count.drawn += 1;
+    else if (texts.some(t => text.startsWith(t))) count.fallback += 1;
+  }
+  count.errorLines = base.innerText.split('\\n').map(t => t.trim()).filter(t => t.includes('Error displaying widget'));
+  return count;
+}"""
+
+# Scrolls the first widget output (drawn, broken or its text fallback) into view; true if found.
+_JS_SCROLL_TO_WIDGET = """(texts) => {
+  const o = [...document.querySelectorAll('.jp-OutputArea-output')].find(o => o.closest('.jp-Cell-outputArea')
+      && (o.classList.contains('jupyter-widgets') || o.querySelector(':scope > .jupyter-widgets')
+          || /^(Loading widget|Error displaying widget)/.test(o.textContent.trim()) || texts.some(t => o.textContent.trim().startsWith(t))));
+  if (o) o.closest('.jp-Cell').scrollIntoView({block: 'start'});
+  return !!o;
+}"""
+
+#: Browser console errors that concern widgets (others, e.g. Notebook 7's own start-up noise, are not ours).
+WIDGET_CONSOLE_ERROR = re.compile(r"widget|model not found", re.I)
+
+
+@dataclass
+class UnrunView:
+    """What one client shows of a notebook opened and not run (kernel started and idle)."""
+
+    client: str              # "JupyterLab" or "Notebook 7"
+    path: str
+    trusted: bool
+    texts: list[str]         # the text form (first line) of each widget output in the file
+    drawn: int = 0           # ... drawn as widgets (from the saved widget state)
+    fallback: int = 0        # ... shown as their text/plain form (what an untrusted notebook shows)
+    loading: int = 0         # ... still "Loading widget..."
+    error_lines: list[str] = field(default_factory=list)      # page lines with "Error displaying widget"
+    console_errors: list[str] = field(default_factory=list)   # browser console errors about widgets
+    screenshot: str = ""
+
+    @property
+    def saved(self) -> int:
+        return len(self.texts)
+
+    def where(self) -> str:
+        return f"{self.client}, {'trusted' if self.trusted else 'untrusted'} {self.path}"
+
+    def problems(self) -> list[str]:
+        """Sentences for everything a learner should not see; empty when the view is clean."""
+        found = []
+        if self.error_lines:
+            found.append(f"{self.where()}: opened without running, the page shows "
+                         f"{sorted(set(self.error_lines))} ({len(self.error_lines)} time(s)); the saved widget "
+                         f"state (metadata.widgets, tools/authoring.py stable_widget_state) lacks a model the "
+                         f"outputs refer to: rebuild the notebook")
+        if self.console_errors:
+            found.append(f"{self.where()}: browser console errors about widgets: "
+                         f"{[e[:200] for e in self.console_errors[:3]]}")
+        if self.loading:
+            found.append(f"{self.where()}: {self.loading} widget output(s) still say 'Loading widget...'")
+        shown = self.drawn if self.trusted else self.fallback
+        if not self.error_lines and shown != self.saved:
+            how = "drawn from the saved widget state" if self.trusted else "shown as their saved text form"
+            found.append(f"{self.where()}: the file holds {self.saved} widget output(s), {shown} are {how} "
+                         f"(drawn {self.drawn}, text {self.fallback})")
+        if found and self.screenshot:
+            found.append(f"{self.where()}: screenshot {self.screenshot}")
+        return found
+
+
+def widget_texts(path: Path) -> list[str]:
+    """The text form (first line, at most 40 characters) of every widget output in ``path``: what
+    JupyterLab shows for it while the notebook is untrusted."""
+    nb = nbformat.read(path, as_version=4)
+    return ["".join(o["data"].get("text/plain", "")).strip().split("\n")[0][:40].strip()
+            for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            if WIDGET_MIME in o.get("data", {})]
+
+
+def trust_notebook(path: Path, server: "LabServer") -> None:
+    """Sign ``path`` for ``server`` (as ``jupyter trust`` does): its outputs are then trusted,
+    as they are once a learner has run and saved the notebook, and widget views are rendered."""
+    from nbformat.sign import NotebookNotary
+
+    notary = NotebookNotary(data_dir=str(server.workdir / "data"))
+    notary.sign(nbformat.read(path, as_version=4))
+
+
 class LabDriver:
     """One browser page on a running :class:`LabServer`; notebooks are opened one after another."""
 
@@ -809,6 +903,76 @@ class LabDriver:
             healthy = True
         finally:
             self._close_notebook(healthy)
+
+    def open_unrun(self, lab_path: str, texts: list[str], client: str = "JupyterLab", trusted: bool = False,
+                   screenshot: Path | None = None) -> UnrunView:
+        """Open a notebook as a learner first does, in JupyterLab or Notebook 7: nothing is run; wait
+        until the kernel is idle and every widget output has settled (drawn, text, or an error),
+        then read the page. ``texts``: :func:`widget_texts` of the file."""
+        view = UnrunView(client, lab_path, trusted, texts)
+        self._page_errors = []
+        if client == "JupyterLab":
+            healthy = False
+            try:
+                if self.page is None:
+                    self.open_lab()
+                self._page_errors = []
+                self.page.evaluate(_JS_OPEN, lab_path)
+                self._wait(lambda: self.page.evaluate(_JS_KERNEL) == "idle", timeout("BROWSER_LOAD_TIMEOUT"),
+                           "the kernel to start and become idle")
+                self._read_unrun(view, "panel", screenshot)
+                healthy = True
+            finally:
+                self._close_notebook(healthy)
+            return view
+        if client != "Notebook 7":
+            raise ValueError(f"client is 'JupyterLab' or 'Notebook 7', not {client!r}")
+        page, previous = self.browser.new_page(viewport={"width": 1400, "height": 1000}), self.page
+        page.on("pageerror", lambda exc: self._page_errors.append(str(exc)))
+        page.on("console", lambda msg: msg.type == "error" and self._page_errors.append(msg.text))
+        self.page = page
+        try:
+            page.set_default_timeout(timeout("BROWSER_LOAD_TIMEOUT") * 1000)
+            page.goto(f"{self.server.url}/notebooks/{lab_path}", wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached")
+            self._wait(lambda: self._session_idle(lab_path), timeout("BROWSER_LOAD_TIMEOUT"),
+                       f"Notebook 7 to start a kernel for {lab_path} and the kernel to become idle")
+            self._read_unrun(view, "page", screenshot)
+        finally:
+            self.page = previous
+            page.close()
+            self.server.shutdown_kernels()
+        return view
+
+    def _session_idle(self, path: str) -> bool:
+        sessions = self.server.api("GET", "/api/sessions") or []
+        return any(s.get("path") == path and s.get("kernel", {}).get("execution_state") == "idle" for s in sessions)
+
+    def _read_unrun(self, view: UnrunView, root: str, screenshot: Path | None) -> None:
+        """Poll until every saved widget output settled (or the widget timeout passed), then read."""
+        deadline = time.monotonic() + self.widget_timeout
+        while True:
+            state = self.page.evaluate(_JS_UNRUN, [root, view.texts])
+            settled = state and not state["loading"] and \
+                state["drawn"] + state["fallback"] + state["broken"] >= view.saved
+            if settled or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        time.sleep(1.0)  # a late "model not found" replaces a drawn view only after its lookup failed
+        state = self.page.evaluate(_JS_UNRUN, [root, view.texts]) or {}
+        view.drawn, view.fallback = state.get("drawn", 0), state.get("fallback", 0)
+        view.loading, view.error_lines = state.get("loading", 0), state.get("errorLines", [])
+        view.console_errors = [e for e in self._page_errors if WIDGET_CONSOLE_ERROR.search(e)]
+        if screenshot is not None or view.problems():
+            target = screenshot or self.screenshots / f"unrun-{view.client.replace(' ', '')}-{Path(view.path).stem}.png"
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self.page.evaluate(_JS_SCROLL_TO_WIDGET, view.texts)
+                time.sleep(0.5)
+                self.page.screenshot(path=str(target))
+                view.screenshot = str(target)
+            except Exception as exc:  # a screenshot is a convenience; never mask the real finding
+                view.screenshot = f"(no screenshot: {type(exc).__name__})"
 
     # -- clean-up ----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.grade import exercise_cells
+from course_utils.grade import exercise_cells, final_check
 from tools.authoring import lesson_paths, solution_notebook
 from tools.nbgrader_export import DEFAULT_TIMEOUT, export, nbgrader_source
 
@@ -48,10 +48,12 @@ def test_every_lesson_exports_solution_test_and_locked_cells(tmp_path) -> None:
         for cell in tests:
             assert _nbgrader(cell)["locked"] and _nbgrader(cell)["points"] == 1
             assert "assert check_result.passed" in cell.source
-        # every solution block is in a solution cell; no stub block is left for nbgrader to show
+        # every solution block is in a solution cell, with the lesson's stub block (if any) after it
         assert sum(c.source.count("### BEGIN SOLUTION") for c in solutions) == \
             sum(c.source.count("### BEGIN SOLUTION") for c in source.cells)
-        assert not any("### BEGIN STUB" in c.source for c in nb.cells)
+        assert sum(c.source.count("### BEGIN STUB") for c in solutions) == \
+            sum(c.source.count("### BEGIN STUB") for c in source.cells)
+        assert not any("### BEGIN STUB" in c.source for c in others + tests)
         assert all(_nbgrader(c)["locked"] for c in others)
         ids = [_nbgrader(c)["grade_id"] for c in nb.cells]
         assert len(ids) == len(set(ids)), lesson.name
@@ -70,18 +72,33 @@ def test_config_gives_nbgraders_kernels_the_course_environment(tmp_path, monkeyp
     exec((tmp_path / "nbgrader_config.py").read_text(), {"get_config": lambda: config})
     assert config.Execute.timeout == DEFAULT_TIMEOUT
     assert "NotImplementedError" in config.ClearSolutions.code_stub["python"]
+    from nbgrader.preprocessors import ClearSolutions
+
+    from tools.nbgrader_stubs import LessonStubs
+
+    steps = config.GenerateAssignment.preprocessors
+    assert LessonStubs in steps and ClearSolutions not in steps, steps
     assert os.environ["COURSE_NETGUARD"] == "1"
     startup = Path(os.environ["IPYTHONDIR"]) / "profile_default" / "startup" / "00-netguard.py"
     assert "install()" in startup.read_text()
     assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
 
 
-def test_stub_hints_stay_and_stub_code_goes() -> None:
+def test_release_puts_the_lessons_stub_where_the_solution_was() -> None:
+    from nbformat.v4 import new_code_cell
+
+    from tools.nbgrader_stubs import LessonStubs
+
     source = ("def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n"
               "    ### BEGIN STUB\n    # # hint one\n    # y = 0\n    # raise NotImplementedError('f')\n"
               "    ### END STUB\n\nprint(1)")
-    assert nbgrader_source(source) == ("def f(x):\n    # hint one\n    ### BEGIN SOLUTION\n    return 2 * x\n"
-                                       "    ### END SOLUTION\n\nprint(1)")
+    assert nbgrader_source(source) == source  # the source notebook keeps the stub block (comments)
+    cell = new_code_cell(source)
+    assert LessonStubs()._replace_solution_region(cell, "python")
+    assert cell.source == ("def f(x):\n    # hint one\n    y = 0\n    raise NotImplementedError('f')\n\nprint(1)")
+    plain = new_code_cell("def g():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION")
+    assert LessonStubs()._replace_solution_region(plain, "python")
+    assert plain.source == 'def g():\n    raise NotImplementedError("Your turn: write this function")'
 
 
 def _run(args: list[str], cwd: Path) -> str:
@@ -136,6 +153,52 @@ def test_real_nbgrader_generates_and_autogrades(tmp_path) -> None:
     feedback = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "00_double-check"][0]
     assert any("[FAIL] 00.double" in o.get("data", {}).get("text/plain", "") for o in feedback.outputs)
     shutil.rmtree(course, ignore_errors=True)
+
+
+def _released_stub(learner_source: str) -> str:
+    """What a released solution cell should hold: the learner notebook's cell, less a final
+    ``check(...)`` call (the export moves it to the autograded test cell that follows)."""
+    ending = final_check(learner_source)
+    if ending is None:
+        return learner_source
+    return "\n".join(learner_source.split("\n")[: ending[2] - 1]).rstrip()
+
+
+@pytest.mark.slow
+def test_release_shows_every_exercise_as_the_learner_notebook_does(tmp_path) -> None:
+    """Real ``nbgrader generate_assignment`` of every lesson: each released solution cell is the
+    stub of ``notebooks/`` line for line (scaffolding such as 07's ``decay, no_decay, seen = ...``,
+    hints, the exercise's own ``raise NotImplementedError``)."""
+    course = tmp_path / "course"
+    written = export(course)
+    _run(["generate_assignment", "*"], course)
+    compared, problems = 0, []
+    for source_path in written:
+        name = source_path.parent.name
+        release = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)
+        learner_path = ROOT / "notebooks" / f"{name}.ipynb"
+        learner = nbformat.read(learner_path, as_version=4).cells
+        lesson_cells = solution_notebook(ROOT / "lessons" / f"{name}.py").cells
+        assert len(learner) == len(lesson_cells), f"{learner_path.name} is stale: rebuild it"
+        # the learner's cells that hold an exercise, in order, against the release's solution cells
+        stubs = [learner[i] for i, c in enumerate(lesson_cells) if c.cell_type == "code" and "### BEGIN SOLUTION" in c.source]
+        released = [c for c in release.cells if _nbgrader(c).get("solution")]
+        assert len(released) == len(stubs) > 0, (name, len(released), len(stubs))
+        for number, (cell, stub) in enumerate(zip(released, stubs), 1):
+            want = _released_stub(stub.source)
+            where = f"{name}, solution cell {number} ({_nbgrader(cell)['grade_id']})"
+            dropped = [line for line in want.split("\n") if line not in cell.source.split("\n")]
+            if dropped:
+                problems.append(f"{where}: the release drops {len(dropped)} line(s) of the learner's stub in "
+                                f"notebooks/: {dropped}")
+            elif cell.source != want:
+                problems.append(f"{where}: the released source differs from notebooks/\n--- released:\n"
+                                f"{cell.source}\n--- notebooks/:\n{want}")
+            compared += 1
+    exercises = sum(len(nbformat.read(p, as_version=4).metadata["course"]["nbgrader"]["exercises"]) for p in written)
+    assert not problems, f"{len(problems)} of {compared} released solution cells are not the learner's stub " \
+        "(tools/nbgrader_export.py, tools/nbgrader_stubs.py):\n" + "\n".join(problems)
+    assert compared >= exercises, (compared, exercises)
 
 
 def test_make_nbgrader_and_make_test_install_the_instructor_extra() -> None:

@@ -4,9 +4,12 @@ For every ``lessons/NN_topic.py`` it writes ``<out>/source/NN_topic/NN_topic.ipy
 ``build/nbgrader``, which git ignores) and ``<out>/nbgrader_config.py``:
 
 * a cell holding ``### BEGIN SOLUTION`` / ``### END SOLUTION`` becomes an nbgrader **solution**
-  cell (nbgrader uses the same markers; ``generate_assignment`` puts its stub in their place). The
-  comment lines of the lesson's own ``### BEGIN STUB`` block (hints for the learner) are kept above
-  the solution, its code is replaced by the stub of ``nbgrader_config.py``;
+  cell (nbgrader uses the same markers). It keeps the lesson's ``### BEGIN STUB`` blocks (comment
+  lines, so the source notebook still runs); ``generate_assignment`` puts each stub where its
+  solution was, so the released cell is the exercise exactly as ``notebooks/`` shows it
+  (scaffolding lines, hints, the exercise's own ``raise NotImplementedError``). That is the
+  ``LessonStubs`` preprocessor of ``tools/nbgrader_stubs.py``, which ``nbgrader_config.py`` puts in
+  the place of nbgrader's ``ClearSolutions``;
 * each exercise's ``check("NN.name", name)`` cell becomes an **autograded test** cell worth
   ``--points`` points: it shows the check's feedback and raises ``AssertionError`` unless the check
   says ``[OK]``;
@@ -29,10 +32,13 @@ Example:
     ...     # raise NotImplementedError("f: your code here")
     ...     ### END STUB'''))
     def f(x):
-        # double it
         ### BEGIN SOLUTION
         return 2 * x
         ### END SOLUTION
+        ### BEGIN STUB
+        # # double it
+        # raise NotImplementedError("f: your code here")
+        ### END STUB
 """
 
 from __future__ import annotations
@@ -56,10 +62,6 @@ DEFAULT_OUT = ROOT / "build" / "nbgrader"
 DEFAULT_TIMEOUT = 180
 SCHEMA_VERSION = 3
 
-_BEGIN_SOL = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$")
-_END_SOL = re.compile(r"^\s*### END SOLUTION\s*$")
-_BEGIN_STUB = re.compile(r"^\s*### BEGIN STUB\s*$")
-_END_STUB = re.compile(r"^\s*### END STUB\s*$")
 
 CONFIG = '''\
 # nbgrader configuration of the course's export (written by `make nbgrader`; edit freely).
@@ -86,40 +88,31 @@ except ImportError:  # course_utils is not installed here: kernels run without t
     pass
 else:
     os.environ.update(kernel_env())
+
+# Released notebooks show each exercise as the course's notebooks/ do: the lesson's own stub
+# (scaffolding, hints, its raise NotImplementedError) where the solution was, not code_stub.
+try:
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import ClearSolutions
+    from tools.nbgrader_stubs import LessonStubs
+
+    c.GenerateAssignment.preprocessors = [
+        LessonStubs if step is ClearSolutions else step
+        for step in GenerateAssignment.class_traits()["preprocessors"].default()]
+except Exception as exc:  # (an error here would make nbgrader drop this whole file)
+    print(f"nbgrader_config.py: {{exc!r}}; generate_assignment falls back to nbgrader's code_stub and "
+          f"leaves the lessons' '### BEGIN STUB' comment blocks in the released notebooks", file=sys.stderr)
 '''
 
 
 def nbgrader_source(source: str) -> str:
-    """A solution cell as nbgrader's source wants it: the lesson's stub blocks out, their hints kept.
+    """A solution cell as nbgrader's source wants it: the lesson's own, stub blocks included.
 
-    The comment lines of a ``### BEGIN STUB`` block go above the solution they follow; its code
-    lines are left to nbgrader's stub (``ClearSolutions.code_stub``).
+    ``LessonStubs`` (``tools/nbgrader_stubs.py``) turns it into the learner's stub when
+    ``nbgrader generate_assignment`` runs; malformed markers raise ``AuthoringError`` here.
     """
     learner_source(source)  # raises AuthoringError for malformed markers
-    lines = source.split("\n")
-    out: list[str] = []
-    begin_at = 0
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _BEGIN_SOL.match(line):
-            begin_at = len(out)
-        if _BEGIN_STUB.match(line):
-            hints = []
-            i += 1
-            while not _END_STUB.match(lines[i]):
-                stripped = lines[i].lstrip()
-                lead = lines[i][: len(lines[i]) - len(stripped)]
-                code = stripped[2:] if stripped.startswith("# ") else stripped[1:] if stripped.startswith("#") else stripped
-                if code.lstrip().startswith("#"):
-                    hints.append(lead + code)
-                i += 1
-            out[begin_at:begin_at] = hints
-            i += 1
-            continue
-        out.append(line)
-        i += 1
-    return "\n".join(out)
+    return source
 
 
 def autograde_source(exercise_id: str, function: str) -> str:
