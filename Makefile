@@ -102,10 +102,11 @@ test unit: $(INSTRUCTOR_STAMP)
 
 # An nbgrader course folder from lessons/: $(NBGRADER_DIR)/source/NN_topic/NN_topic.ipynb (git ignores build/).
 # `make nbgrader NB=03` exports one lesson; NBGRADER_ARGS="--points 2 --timeout 300".
-NBGRADER_DIR ?= build/nbgrader
+# `make nbgrader EDITION=zh`: the Chinese notebooks, into build/nbgrader-zh.
+NBGRADER_DIR ?= build/nbgrader$(if $(filter zh,$(EDITION)),-zh,)
 NBGRADER_ARGS ?=
 nbgrader: $(INSTRUCTOR_STAMP)
-	$(BIN)/python -m tools.nbgrader_export --out $(NBGRADER_DIR) $(NBGRADER_ARGS) $(NB)
+	$(BIN)/python -m tools.nbgrader_export --edition $(EDITION) --out $(NBGRADER_DIR) $(NBGRADER_ARGS) $(NB)
 
 # The website: build/site from the executed notebooks, never re-executed.
 # Sphinx + myst-nb from requirements-site.txt (into .venv); MathJax and the widget manager from the npm

@@ -113,9 +113,10 @@ def _run(args: list[str], cwd: Path) -> str:
 
 
 @pytest.mark.slow
-def test_real_nbgrader_generates_and_autogrades(tmp_path) -> None:
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_real_nbgrader_generates_and_autogrades(tmp_path, edition: str) -> None:
     course = tmp_path / "course"
-    [source_path] = export(course, [LESSON])
+    [source_path] = export(course, [LESSON], edition=edition)
     _run(["generate_assignment", LESSON], course)
     release = nbformat.read(course / "release" / LESSON / f"{LESSON}.ipynb", as_version=4)
     source = nbformat.read(source_path, as_version=4)
@@ -151,7 +152,11 @@ def test_real_nbgrader_generates_and_autogrades(tmp_path) -> None:
     assert scores["wrong"] == {"00_double-check": 0, "00_shrink_until_small-check": 1, "00_layer_shapes-check": 1}
     graded = nbformat.read(course / "autograded" / "wrong" / LESSON / f"{LESSON}.ipynb", as_version=4)
     feedback = [c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "00_double-check"][0]
-    assert any("[FAIL] 00.double" in o.get("data", {}).get("text/plain", "") for o in feedback.outputs)
+    shown = "".join(o.get("data", {}).get("text/plain", "") for o in feedback.outputs)
+    assert "[FAIL] 00.double" in shown
+    if edition == "zh":   # the Chinese notebook's feedback is Chinese while autograding too
+        assert re.search(r"[\u4e00-\u9fff]", shown) and "test case" not in shown, shown
+        assert any("course-language" in c.metadata.get("tags", []) for c in graded.cells)
     shutil.rmtree(course, ignore_errors=True)
 
 

@@ -138,11 +138,20 @@ def _meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked:
     return meta
 
 
-def nbgrader_notebook(lesson: Path, points: float = 1) -> Any:
-    """The nbgrader source notebook of one lesson (solution, test and locked cells)."""
+def nbgrader_notebook(lesson: Path, points: float = 1, edition: str = "en") -> Any:
+    """The nbgrader source notebook of one lesson (solution, test and locked cells).
+
+    ``edition="zh"``: the Chinese notebook (``tools/translate.py``): Chinese text, the same code, and
+    its language cell (locked), so the checks' feedback is in Chinese while autograding too.
+    """
     import nbformat
 
-    nb = solution_notebook(lesson)
+    if edition == "zh":
+        from tools.translate import chinese_solution_notebook
+
+        nb = chinese_solution_notebook(lesson)
+    else:
+        nb = solution_notebook(lesson)
     exercises = exercise_cells([(c.cell_type, c.source) for c in nb.cells])
     by_check = {e.check_index: e for e in exercises}
     by_solution = {e.solution_index: e for e in exercises}
@@ -180,14 +189,14 @@ def nbgrader_notebook(lesson: Path, points: float = 1) -> Any:
 
 
 def export(out: Path = DEFAULT_OUT, names: list[str] | None = None, points: float = 1,
-           timeout: int = DEFAULT_TIMEOUT, lessons_dir: Path = LESSONS) -> list[Path]:
+           timeout: int = DEFAULT_TIMEOUT, lessons_dir: Path = LESSONS, edition: str = "en") -> list[Path]:
     """Write the course folder; returns the notebooks written."""
     import nbformat
 
     lessons = lesson_paths(names, lessons_dir)
     written = []
     for lesson in lessons:
-        nb = nbgrader_notebook(lesson, points)
+        nb = nbgrader_notebook(lesson, points, edition)
         target = out / "source" / lesson.stem / f"{lesson.stem}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, target)
@@ -201,17 +210,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.nbgrader_export", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("names", nargs="*", help="lesson prefixes such as 03 or 03_autograd (default: all)")
-    parser.add_argument("--out", default=str(DEFAULT_OUT), help="the nbgrader course folder to write")
+    parser.add_argument("--out", default=None, help="the nbgrader course folder to write "
+                        f"(default {DEFAULT_OUT.relative_to(ROOT)}, or {DEFAULT_OUT.relative_to(ROOT)}-zh for --edition zh)")
+    parser.add_argument("--edition", choices=["en", "zh"], default="en",
+                        help="zh: the Chinese notebooks (Chinese text and feedback, the same code)")
     parser.add_argument("--points", type=float, default=1, help="points per exercise")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT,
                         help="nbgrader's time limit per cell in seconds (c.Execute.timeout)")
     args = parser.parse_args(argv)
     if args.points <= 0 or args.timeout < 1:
         parser.error("--points must be positive and --timeout at least 1")
+    out = Path(args.out) if args.out else (DEFAULT_OUT if args.edition == "en" else Path(f"{DEFAULT_OUT}-zh"))
+    from tools.translate import TranslationError
+
     try:
-        written = export(Path(args.out), args.names, args.points, args.timeout)
+        written = export(out, args.names, args.points, args.timeout, edition=args.edition)
     except AuthoringError as exc:
         print(f"malformed solution markers: {exc}", file=sys.stderr)
+        return 1
+    except TranslationError as exc:
+        print(f"the Chinese edition is not ready for this lesson:\n{exc}", file=sys.stderr)
         return 1
     if not written:
         print(f"no lesson in lessons/ matches {args.names}", file=sys.stderr)
@@ -223,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         info = nbformat.read(path, as_version=4).metadata["course"]["nbgrader"]
         total += len(info["exercises"])
         print(f"wrote {path} ({len(info['exercises'])} autograded exercises, {info['points']:g} points)")
-    print(f"{len(written)} assignments, {total} autograded exercises; nbgrader course folder: {args.out} "
+    print(f"{len(written)} assignments, {total} autograded exercises; nbgrader course folder: {out} "
           f"(cd there, then `nbgrader generate_assignment NN_topic`)")
     return 0
 
