@@ -223,6 +223,12 @@ class Exercise:
     #: Arguments whose final train/eval flags the task leaves open although the reference changes them
     #: (by default a candidate must leave every submodule in the mode the reference leaves it in).
     free_flags: tuple[str, ...] = ()
+    #: A cheap stand-in for the reference where only its effects matter: called instead of the reference
+    #: to learn what the task allows (arguments changed, train/eval flags, globals, hooks) when ``verify``
+    #: does not use the reference's output (it receives the stand-in's). For a reference that is slow
+    #: only because of work whose effects are not watched (12.onnx_parity: an ONNX export to a file);
+    #: ``tests/test_exercises.py`` checks that it allows exactly what the reference allows.
+    reference_effects: Callable[..., Any] | None = None
 
 
 _REGISTRY: dict[str, Exercise] = {}
@@ -957,12 +963,15 @@ class _Run:
     changes: _Changes = field(default_factory=_Changes)
 
 
-def _reference_run(ex: Exercise, factory: CaseFactory) -> _Reference:
-    """The reference on a fresh case: its output and what it changes (which the task therefore allows)."""
+def _reference_run(ex: Exercise, factory: CaseFactory, stand_in: bool = True) -> _Reference:
+    """The reference on a fresh case: its output and what it changes (which the task therefore allows).
+
+    ``stand_in``: use ``ex.reference_effects`` where the exercise has one (the tests compare both)."""
     args, kwargs = factory()
     watch = _Watch(_argument_names(ex.reference, args, kwargs), watch_hooks=True)
+    run = ex.reference_effects if stand_in and ex.reference_effects is not None else ex.reference
     try:
-        output = ex.reference(*args, **kwargs)
+        output = run(*args, **kwargs)
     finally:
         changes = watch.finish()
         changes.restore_local()

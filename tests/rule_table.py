@@ -623,9 +623,9 @@ RULES: dict[str, list[Rule]] = {
         R("a Python float", "returns an array, tensor or numpy scalar, not a float"),
         R("the number, not a verdict", "returns the allclose verdict (a bool), not the difference"),
         R("the largest difference, not the mean", "mean difference, a signed difference or one batch instead of the largest over all batches"),
-        R("over ALL batches (not the last)", _onnx("last"), "case 1: the largest difference is in the middle batch"),
-        R("over ALL batches (not the first)", _onnx("first"), "case 1: the largest difference is in the middle batch"),
-        R("absolute difference (not signed)", _onnx("signed"), "case 1: the largest |diff| is a negative torch - onnx"),
+        R("over ALL batches (not the last)", _onnx("last"), "cases 1-2: the middle batch is 4x larger, so its difference is the largest"),
+        R("over ALL batches (not the first)", _onnx("first"), "cases 1-2: the middle batch is 4x larger, so its difference is the largest"),
+        R("absolute difference (not signed)", _onnx("signed"), "cases 1-2: the last layer negated, so the largest |diff| is a negative torch - onnx in one of them"),
         R("absolute, not relative", _onnx("relative"), "case 1: exact comparison with the checker's measurement"),
         R("written at path", "no ONNX file written at path")],
     "12.predict": [

@@ -647,3 +647,34 @@ def test_one_case_is_singular_and_colour_codes_are_stripped(toy) -> None:
 
     message = check(exercise_id, coloured).message
     assert "\x1b" not in message and "ONNX Runtime refused the call (INVALID_ARGUMENT)" in message, message
+
+
+# --------------------------------------------------------------------------- reference stand-ins
+def _stand_in_exercises() -> list[str]:
+    from course_utils.exercises import get_exercise, list_exercises
+
+    return [e for e in list_exercises() if get_exercise(e).reference_effects is not None]
+
+
+@pytest.mark.parametrize("exercise_id", _stand_in_exercises())
+def test_reference_stand_in_allows_what_the_reference_allows(exercise_id: str) -> None:
+    """An exercise's ``reference_effects`` (a cheap stand-in) must allow exactly what the reference
+    allows on every case: the same arguments changed, flags, globals and hooks."""
+    from course_utils.exercises import _reference_run, get_exercise
+
+    ex = get_exercise(exercise_id)
+    for factory in ex.cases:
+        real, stand_in = _reference_run(ex, factory, stand_in=False), _reference_run(ex, factory, stand_in=True)
+        for field_name in ("allowed", "allowed_globals", "keeps_hooks", "allowed_flags", "wanted_flags"):
+            assert getattr(stand_in, field_name) == getattr(real, field_name), field_name
+
+
+def test_a_stand_in_that_forgets_an_effect_is_caught() -> None:
+    from dataclasses import replace
+
+    from course_utils.exercises import _reference_run, get_exercise
+
+    ex = get_exercise("12.onnx_parity")
+    forgetful = replace(ex, reference_effects=lambda model, batches, path: None)  # leaves the model training
+    factory = ex.cases[0]
+    assert _reference_run(forgetful, factory).wanted_flags != _reference_run(ex, factory, stand_in=False).wanted_flags
