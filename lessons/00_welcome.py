@@ -179,7 +179,12 @@ print("equal values:", torch.equal(first, second), "| one shared graph:", first.
 #
 # A practical consequence: there is no compile stage between editing a model and running it. Below,
 # a model with a new data-dependent branch is defined, built, and run forward and backward. The
-# cell times all of it together:
+# cell times all of it together.
+#
+# Its last line, `confirm(condition, claim)` (imported in the first cell), states what the cell
+# must show. It prints nothing when this run shows the claim, and raises an error naming the claim
+# when it does not. Measuring cells in this course end with one, because their numbers vary from
+# machine to machine.
 
 # %% tags=["nbval-ignore-output"]
 import time
@@ -240,17 +245,20 @@ for norm in (3.0, 20.0, 100.0):
     out, steps = net(x)
     out.sum().backward()
     print(f"input norm {norm:6.1f}: {steps} layer applications, "
-          f"d(out)/d(scale) = {net.scale.grad.item():.4f}")
+          f"d(out.sum())/d(scale) = {net.scale.grad.item():.4f}")
     net.scale.grad = None
 
 # %% [markdown]
 # The gradient with respect to `scale` depends on how many times `scale` was used. With `k`
-# applications the output is `scale**k * x`, so its derivative is `k * scale**(k-1) * sum(x)`.
+# applications the output is `scale**k * x`, so the derivative of its sum is
+# `k * scale**(k-1) * sum(x)`.
 # Autograd got that right for every depth without being told the depth in advance.
 #
 # Explore it: move the sliders to change the input's norm and the layer's factor, and watch the
-# depth change. An input norm of 0.5 is already below 1, so it gets depth 0: a single point. (If the
-# sliders do not show, e.g. on GitHub, the static picture below tells the same story.)
+# depth change: the widget plots the norm after each layer application. An input norm of 0.5 is
+# already below 1, so it gets depth 0, and its plot is a single point. (If the sliders do not show,
+# e.g. on GitHub, the static bar chart below tells the same story: one bar per input norm, its
+# height the number of layer applications.)
 
 # %% tags=["nbval-ignore-output"]
 from course_utils.widgets.dynamic_depth import depth_explorer, norm_trajectory
@@ -274,6 +282,10 @@ plt.show()
 #
 # - a leaf is a word (a row of `leaves`);
 # - an inner node combines its two children with one shared layer.
+#
+# In the code a tree is written as nested pairs: an `int` is a leaf (the index of its row in
+# `leaves`), and a pair `(left, right)` is an inner node. So `((0, 1), 2)` first combines words 0
+# and 1, then combines that result with word 2: two inner nodes.
 #
 # Parse trees of sentences, molecules and program syntax trees have this form, and every input has a
 # different tree.
@@ -391,7 +403,8 @@ print("output shape:", tuple(FixedClassifier(debug=True)(torch.randn(5, 8)).shap
 # ### Exercise 3 — collect the shapes instead of printing them
 #
 # Write `layer_shapes(model, x)` for an `nn.Sequential`: run `x` through the layers one at a time
-# and return the list of each layer's **output** shape as a tuple.
+# and return a list with one entry per layer: that layer's **output** shape, as a tuple (for the
+# fixed classifier above, `[(5, 16), (5, 16), (5, 3)]`).
 
 # %%
 def layer_shapes(model: nn.Sequential, x: torch.Tensor) -> list[tuple[int, ...]]:

@@ -97,7 +97,11 @@ print("labels:", triad(labels))
 #   them (notebook 03 is about this);
 # - it can **move** to another device with `.to(...)`.
 #
-# Below, `meta`, a device every PyTorch has, stands in for a GPU (section 6 says more about it):
+# Below, the device `meta` stands in for a GPU. Every PyTorch has it: a meta tensor keeps its shape
+# and dtype but holds no data (section 6 says more about it).
+#
+# The cell also uses `.detach()`, which gives the same data without the recording (notebook 03
+# explains it). `.numpy()` needs it: PyTorch refuses to convert a tensor that requires grad.
 
 # %%
 w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)   # ask PyTorch to record what is done with w
@@ -137,8 +141,8 @@ print("tensor from torch.tensor:", copied, "| dtype kept:", copied.dtype)
 # %% [markdown]
 # ### Exercise 1 — `independent_copy`
 #
-# Write `independent_copy(arr)` returning a tensor with the same values **and dtype** as the array
-# that does not share memory with it.
+# Write `independent_copy(arr)`. It returns a tensor with the same values **and dtype** as the
+# NumPy array `arr`, but one that does not share memory with it.
 
 # %%
 def independent_copy(arr: np.ndarray) -> torch.Tensor:
@@ -177,7 +181,11 @@ print("all three share storage:", x.data_ptr() == v.data_ptr() == xt.data_ptr())
 # reaches `x`.
 #
 # To change `x` through an index, put the index on the left of `=`. That calls `index_put_`, which
-# writes into `x`:
+# writes into `x`.
+#
+# The cell compares storages with `untyped_storage().data_ptr()`, the start of the whole memory
+# block. `data_ptr()` alone is where the tensor's first element sits, and for a slice such as
+# `x[:, 1:3]` that is an offset into the same block.
 
 # %%
 def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -232,8 +240,8 @@ print("reshape of a transposed tensor shares memory:", x.t().reshape(12).data_pt
 # %% [markdown]
 # ### Exercise 2 — `flatten_batch`
 #
-# Write `flatten_batch(x)` that keeps dimension 0 and flattens the rest, and works for
-# non-contiguous inputs.
+# Write `flatten_batch(x)` that keeps dimension 0 and flattens the rest: an input of shape
+# `(N, A, B, ...)` gives `(N, A * B * ...)`. It must work for non-contiguous inputs.
 
 # %%
 def flatten_batch(x: torch.Tensor) -> torch.Tensor:
@@ -251,9 +259,9 @@ check("01.flatten_batch", flatten_batch)
 # Mixed-dtype arithmetic is *promoted* to a common dtype: int with float gives float, float32 with
 # float64 gives float64. The categories rank bool < integer < float.
 #
-# A Python number counts for less than a tensor. It never raises the precision *within* the
-# tensor's category: float32 `* 0.5` stays float32, int32 `* 5` stays int32. But it can change the
-# category: an integer tensor times a Python float becomes the default float dtype, float32.
+# A Python number never raises the precision *within* the tensor's category: float32 `* 0.5`
+# stays float32, int32 `* 5` stays int32. But it can change the category: an integer tensor times a
+# Python float becomes the default float dtype, float32.
 #
 # A **0-dimensional** tensor is a scalar tensor, such as `torch.tensor(np.float64(0.5))` used as a
 # loss weight. Within a category it ranks like a Python number: a float64 scalar tensor leaves
@@ -272,7 +280,7 @@ print("float32 + float64 ->", (f32 + f64).dtype, "(both of shape (1,))")
 print("float32 + float64 of shape () ->", (f32 + torch.tensor(1.0, dtype=torch.float64)).dtype,
       "(a 0-dim tensor ranks like a Python number)")
 print("int64 + float64 of shape () ->", (i64 + torch.tensor(0.5, dtype=torch.float64)).dtype,
-      "| int64 + 0.5 ->", (i64 + 0.5).dtype, "(a higher category: the 0-dim tensor's own dtype)")
+      "(a higher category: the 0-dim tensor's own dtype) | int64 + 0.5 ->", (i64 + 0.5).dtype)
 print("float32 * 0.5     ->", (f32 * 0.5).dtype, "| result_type:", torch.result_type(f32, 0.5))
 print("int32 * 5         ->", torch.result_type(torch.tensor([1], dtype=torch.int32), 5))
 print("int64 * 0.5       ->", torch.result_type(i64, 0.5), "(an int tensor and a Python float: the default float dtype)")

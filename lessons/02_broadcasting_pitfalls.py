@@ -133,9 +133,10 @@ print(tuple(row_mean.shape), "->", tuple(rows_centered.shape),
 #
 # ## 2. See it: the broadcasting diagram and explorer
 #
-# Each row of boxes is one shape, right-aligned. How to read the boxes:
+# Each row of boxes is one shape, right-aligned; the green row below the line is the result. How to
+# read the boxes:
 #
-# - blue boxes match;
+# - a blue box is a size used as it is;
 # - yellow `1→n` is a size-1 dim being stretched;
 # - a dashed `·→n` box is a missing dim (treated as 1, then stretched);
 # - red marks the dim where the rules fail.
@@ -145,19 +146,19 @@ _ = draw_broadcasts([((6, 4), (4,)), ((5, 1, 3), (4, 1)), ((8, 3, 32, 32), (3,))
 plt.show()
 
 # %% [markdown]
-# The explorer below does the same for any two shapes you type (e.g. `8, 3, 32, 32` and `3, 1, 1`)
-# or pick from the examples. Type sizes separated by commas; text it cannot read as a shape (such as
-# `8, x, 3`) is named, not guessed.
+# The explorer draws the same diagram for any two shapes you type (e.g. `8, 3, 32, 32` and
+# `3, 1, 1`) or pick from the examples. Type sizes separated by commas; text it cannot read as a
+# shape (such as `8, x, 3`) is named, not guessed.
 #
-# The explorer also asks torch itself, with shape-only tensors on the `meta` device (a device with
-# shapes and dtypes but no data). So you see torch's verdict, or its error, next to the diagram.
+# It also asks torch itself, with shape-only tensors on the `meta` device (a device with shapes and
+# dtypes but no data). So you see torch's verdict, or its error, next to the diagram.
 #
-# That error is the meta device's wording, which differs from what CPU and CUDA tensors say. For
-# the two shapes below, CPU tensors raise `The size of tensor a (32) must match the size of tensor b
-# (3) at non-singleton dimension 3` (the message of section 1). Same rule, same verdict, different
-# words.
+# First its static rendering, for readers without a running kernel, on the failing pair
+# `(8, 3, 32, 32)` and `(3,)`. The torch error it prints is the meta device's wording. CPU tensors
+# say `The size of tensor a (32) must match the size of tensor b (3) at non-singleton dimension 3`
+# (the message of section 1): same rule, same verdict, different words.
 #
-# Its static rendering, for readers without a running kernel:
+# The live explorer follows, starting from another pair, `(64, 1)` and `(64,)`:
 
 # %%
 _ = broadcast_explorer("8, 3, 32, 32", "3", static=True)
@@ -237,6 +238,10 @@ print("buggy loss matches the hand gradient:  ", torch.allclose(g_bug, g_hand, a
 
 
 # %% [markdown]
+# The bug sits in the weight's gradient: the buggy loss gives 1.117 where the correct one gives
+# -6.567. The bias's gradient agrees (1.701) because, for both losses, it is twice the mean
+# prediction minus the mean target, $2(\bar p - \bar y)$.
+#
 # The buggy loss is the mean over all $N^2$ pairs $(p_i - y_j)^2$. That average splits into
 # $\operatorname{var}(p) + (\bar p - \bar y)^2 + \operatorname{var}(y)$.
 #
@@ -244,8 +249,8 @@ print("buggy loss matches the hand gradient:  ", torch.allclose(g_bug, g_hand, a
 # ignores `x` completely.
 #
 # Train both versions the same way and measure the *correct* MSE as we go. The training loop below
-# uses an optimizer, `zero_grad()`, `backward()` and `step()`. What these four lines do: notebooks 03
-# and 06. Here only the loss matters.
+# uses an optimizer with `zero_grad()`, `backward()` and `step()`; notebooks 03 and 06 explain
+# them. Here only the loss matters.
 
 # %%
 def train(buggy: bool, steps: int = 150, lr: float = 0.1):

@@ -176,9 +176,8 @@ print(f"w.is_leaf={w.is_leaf}, w.grad={w.grad}")
 # %% [markdown]
 # ## 2. The graph behind a tensor
 #
-# `grad_fn` is a node of the backward graph; `grad_fn.next_functions` points to the nodes of its
-# inputs; leaves appear as `AccumulateGrad` nodes, which add the incoming gradient to the leaf's
-# `.grad`. Here is that chain for a small linear regression loss:
+# `grad_fn` is a node of the backward graph, and `grad_fn.next_functions` points to the nodes of its
+# inputs. Here is that chain for a small linear regression loss, two levels down from the loss:
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -197,7 +196,11 @@ print("its next_functions:  ", node_names(loss.grad_fn))
 print("and theirs (first one):", node_names(loss.grad_fn.next_functions[0][0]))
 
 # %% [markdown]
-# Following `next_functions` all the way down gives the whole graph. `course_utils.viz.graph` does
+# Following `next_functions` all the way down gives the whole graph. At the bottom are the leaves:
+# each is an `AccumulateGrad` node, which adds the incoming gradient to the leaf's `.grad`. The
+# printout below labels these nodes with the leaf's name (`w: leaf`, `b: leaf`).
+#
+# `course_utils.viz.graph` does
 # exactly that walk and prints or draws it (matplotlib only, no graphviz needed):
 
 # %%
@@ -215,7 +218,7 @@ plt.show()
 # mean squared error $L$. The chain rule gives, layer by layer from the loss down:
 # $\partial L/\partial \hat y = 2(\hat y - y)/N$, $\partial L/\partial W_2 = h^\top\,\partial L/\partial \hat y$,
 # $\partial L/\partial W_1 = X^\top\big[(\partial L/\partial \hat y\; W_2^\top) \odot (1 - h^2)\big]$.
-# Three lines of code, checked against autograd:
+# ($\odot$ is the elementwise product, `*` in code.) Three lines of code, checked against autograd:
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -303,8 +306,11 @@ confirm(stepper.accumulator.grad is None and "x.grad now: None" in stepper.text,
 #
 # **Within one `backward()`**, a tensor used in several places gets the sum of the gradients of
 # all its uses. The engine adds them up first and writes the total to `.grad` once; `.grad`
-# accumulation plays no part in it. A post-accumulate hook runs each time `.grad` is written, so
-# it counts the writes. Here `x` is used twice:
+# accumulation plays no part in it.
+#
+# To count the writes, the cell registers a *hook*: a function that autograd calls at a given moment
+# of `backward()` (section 7 covers hooks). A post-accumulate-grad hook is called each time `.grad`
+# is written. Here `x` is used twice:
 
 # %%
 x = torch.tensor([1.0], requires_grad=True, device=device)
@@ -319,8 +325,9 @@ confirm(len(writes) == 1 and writes[0].item() == 5.0,
 # One write, with $2 + 3 = 5$. This happens even if you clear `.grad` before every step.
 #
 # **Across `backward()` calls**, adding into `.grad` is a separate design choice. It is what makes
-# micro-batch gradient accumulation (section 5) work, and separate `backward()` calls on several
-# losses. The price: before each new gradient computation, you must clear the old one.
+# micro-batch gradient accumulation (section 5) work. It also lets you call `backward()` on several
+# losses one after the other and get the gradient of their sum. The price: before each new gradient
+# computation, you must clear the old one.
 #
 # ## 4. `zero_grad`: where it goes, and what `set_to_none` changes
 #
@@ -545,7 +552,9 @@ print(f"no_grad:    {meter.bytes / 1024:.0f} KiB saved for backward | out.requir
 
 # %% [markdown]
 # `torch.inference_mode()` goes one step further. It also skips the bookkeeping that autograd relies
-# on to check saved tensors (version counters, view tracking).
+# on to check saved tensors: a version counter on each tensor, raised by every in-place change (the
+# end of this section shows the error it produces), and the tracking of which tensors are views of
+# which.
 #
 # The tensors it creates are **inference tensors**. Outside inference mode they have two
 # restrictions: autograd refuses to *save* them for backward, and they cannot be modified in place.
@@ -694,9 +703,9 @@ print("hook removed:    w.grad =", w.grad)
 # On an intermediate tensor a hook changes what reaches *earlier* layers, and nothing else.
 #
 # A use in multi-stage training: scale down the gradient that flows from the features back into a
-# pretrained layer. With plain SGD, that layer then learns ten times more slowly than the new head
-# on top. The hook lives on `feats`, which every forward pass builds anew. So it is gone with that
-# graph and needs no removal:
+# pretrained layer. With plain SGD, that layer then takes steps ten times smaller than it would
+# without the hook, while the new head on top is unaffected. The hook lives on `feats`, which every
+# forward pass builds anew. So it is gone with that graph and needs no removal:
 
 # %%
 torch.manual_seed(0)
@@ -885,8 +894,10 @@ check("03.accumulated_grads", accumulated_grads)
 #
 # Write `gradient_at(f, x)`: return $df/dx$ at `x` (same shape as `x`) for a function `f` that
 # returns a scalar tensor. `x` may or may not require grad and may already have a `.grad`; leave it
-# exactly as it was. The gradient has `x`'s dtype. Hint: work on your own leaf and use `torch.autograd.grad`, which returns
-# gradients instead of adding them to `.grad`.
+# exactly as it was. The gradient has `x`'s dtype.
+#
+# Hint: work on your own leaf (`x.detach()` with `requires_grad` switched on) and use
+# `torch.autograd.grad`, which returns gradients instead of adding them to `.grad`.
 
 # %%
 def gradient_at(f, x: torch.Tensor) -> torch.Tensor:
