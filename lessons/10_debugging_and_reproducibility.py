@@ -125,15 +125,7 @@ for run in (1, 2):
     print(f"torch seeded only, run {run}: {tiny_run():.6f}")
 
 # %% [markdown]
-# Seed all three and the run repeats exactly.
-#
-# `torch.manual_seed` seeds the CPU generator *and* every CUDA device's. So
-# `torch.cuda.manual_seed_all` (still seen in older code) is not needed in addition.
-#
-# `PYTHONHASHSEED` sets the order of `set` iteration over strings. Python reads it only when it
-# starts. Set it before starting Jupyter (e.g. `PYTHONHASHSEED=0 make lab`), so the kernels inherit
-# it. Setting `os.environ["PYTHONHASHSEED"]` in a running kernel only affects the child processes it
-# starts later. (The course's authoring and tests start their kernels with `PYTHONHASHSEED=0`.)
+# Seed all three and the run repeats exactly:
 
 # %%
 for run in (1, 2):
@@ -142,15 +134,33 @@ for run in (1, 2):
     torch.manual_seed(0)
     print(f"all three seeded, run {run}: {tiny_run():.6f}")
 
+# %% [markdown]
+# Both runs print the same loss. It is also run 1's loss from the first cell of this section:
+# `setup()` at the top of the notebook seeded the same three generators with 0.
+#
+# `torch.manual_seed` seeds the CPU generator *and* every CUDA device's. So
+# `torch.cuda.manual_seed_all` (still seen in older code) is not needed in addition.
+#
+# One more variable belongs here. `PYTHONHASHSEED` sets the order of `set` iteration over strings,
+# and Python reads it only when it starts. So set it in the shell that starts Jupyter (e.g.
+# `PYTHONHASHSEED=0 jupyter lab`), and the kernels inherit it. Setting `os.environ["PYTHONHASHSEED"]`
+# in a running kernel only affects the child processes it starts later. (The course's authoring and
+# tests start their kernels with `PYTHONHASHSEED=0`.)
+
 
 # %% [markdown]
 # ### DataLoader workers
 #
 # With `num_workers > 0` the DataLoader starts worker processes, and `__getitem__` (where the
-# augmentations run) executes there. Since PyTorch 1.9 each worker seeds `random` and torch with
-# `base_seed + worker_id`, and NumPy's global generator with a seed derived from both `base_seed` and
-# `worker_id`; `base_seed` is drawn from the loader's `generator` (or from torch's global generator
-# when you pass none). Two things remain your job:
+# augmentations run) executes there. PyTorch seeds most of each worker's generators for you; two
+# things remain your job.
+#
+# What PyTorch does (since version 1.9): each time you iterate over the loader, it draws one number,
+# `base_seed`, from the loader's `generator` (or from torch's global generator when you pass none).
+# Worker number `worker_id` then seeds `random` and torch with `base_seed + worker_id`, and NumPy's
+# global generator with a seed derived from both.
+#
+# What remains your job:
 #
 # * pass `generator=torch.Generator().manual_seed(seed)` so the shuffling order and the workers'
 #   seeds do not depend on what else consumed torch's global generator before;
@@ -192,10 +202,10 @@ for index, worker, jitter in show(loader):
 # The fix is a `worker_init_fn`: it runs once in each worker, before any item is loaded, and can
 # re-seed such generators from `get_worker_info().seed` (that worker's `base_seed + worker_id`).
 # With a seeded `generator` on the loader, the whole thing is distinct per worker *and*
-# repeatable:
+# repeatable (two cells down).
 
-# (Like the dataset, a `worker_init_fn` must be importable by a spawned worker, so it lives in
-# `course_utils/workers.py` too.)
+# Like the dataset, a `worker_init_fn` must be importable by a spawned worker, so it lives in
+# `course_utils/workers.py` too. Here it is:
 
 # %%
 print(inspect.getsource(worker_examples.reseed_worker_rng))
@@ -274,8 +284,8 @@ confirm(filled > plain and torch.are_deterministic_algorithms_enabled(),
 torch.zeros(3).put_(torch.tensor([1, 1]), torch.tensor([10.0, 20.0]))
 
 # %% [markdown]
-# `warn_only=True` turns such errors into warnings. Switch the mode off again for the rest of the
-# notebook:
+# If you cannot avoid such an operation, `torch.use_deterministic_algorithms(True, warn_only=True)`
+# turns these errors into warnings. Switch the mode off again for the rest of the notebook:
 
 # %%
 torch.use_deterministic_algorithms(False)
@@ -308,9 +318,10 @@ confirm(len(sums) == 1, "in deterministic mode the five sums are identical")
 # %% [markdown]
 # The sums differ only in their last digits (the next section shows why the order matters at all).
 #
-# Compare the two times above. For this operation the deterministic path costs little or nothing: it
-# does not make two threads fight over one slot. For others, mostly on GPUs, it can cost a lot. The
-# price depends on the operation and the hardware, which is why the mode is off by default.
+# Compare the two times above. For this operation the deterministic path costs little or nothing,
+# and it is often the faster of the two: it does not make two threads fight over one slot. For
+# other operations, mostly on GPUs, it can cost a lot. The price depends on the operation and the
+# hardware, which is why the mode is off by default.
 #
 # On a GPU machine the next cell shows the same with `index_add_` on CUDA, where atomic additions are
 # everywhere:
@@ -395,8 +406,9 @@ confirm(all(abs(s - reference) / abs(reference) < 1e-5 for s in by_threads.value
 #
 # ## 2. Looking inside the forward pass: forward hooks
 #
-# The troubleshooting table's first line: the loss is NaN or Inf. Causes are a learning rate that is
-# too high (section 5), bad values in the data, or a computation that is undefined for some inputs.
+# The first symptom of the classic troubleshooting table (section 5 shows all of it): the loss is
+# NaN or Inf. Causes are a learning rate that is too high, bad values in the data, or a computation
+# that is undefined for some inputs.
 #
 # To find *where* the first NaN appears, use a **forward hook**. It runs after a module's `forward`
 # and sees its inputs and output, without changing the model's code.
@@ -531,8 +543,8 @@ print("all finite:", torch.isfinite(prediction.grad).all().item())
 # - Norms orders of magnitude above a healthy network's mean *exploding* gradients: updates blow up,
 #   then NaN.
 #
-# Below: three networks with 13 linear layers, one batch, and the norm of each linear layer's weight
-# gradient:
+# Below: three networks with 13 linear layers each (12 hidden ones, `depth=12`, plus the output
+# layer), one batch, and the norm of each linear layer's weight gradient:
 
 # %%
 def deep_net(activation: type[nn.Module], init: str, batchnorm: bool, depth: int = 12, width: int = 64) -> nn.Sequential:
@@ -643,7 +655,8 @@ print(f"total gradient norm before clipping: {total.item():.4g}, after: {after.i
 #    move, or settles at chance level, the doctor says so, with the learning rate ×0.1 or ×10 as a
 #    second opinion.
 #
-# Your model, optimizer, batch and random generators are exactly as before.
+# After `diagnose` returns, your model, optimizer, batch and random generators are exactly as they
+# were before the call: it worked on copies.
 #
 # Each finding has a stable code. Here is what each code means:
 
@@ -714,7 +727,8 @@ report
 
 # %% [markdown]
 # The fix: return logits (drop the softmax), and apply softmax only when you want probabilities to
-# show. Diagnosed again:
+# show. Diagnosed again. From here on, a fixed program prints only two attributes of the report:
+# `codes`, the set of finding codes, and `ok`, which is `True` when no finding is an error.
 
 # %%
 model = model[0]   # the network without its final Softmax
@@ -753,8 +767,8 @@ print(report.codes or "no findings", "| ok:", report.ok)
 # ### Broken program 3: a regression whose shapes broadcast
 #
 # The model predicts a number per sample. It outputs shape `(64, 1)`; the targets have shape
-# `(64,)`. `MSELoss` broadcasts them to `(64, 64)`, and only warns once, in a message that is easy to
-# miss:
+# `(64,)`. `MSELoss` broadcasts them to `(64, 64)`. It only issues a `UserWarning` (once per place in
+# the code), easy to miss in a long log. The doctor reports it as an error:
 
 # %%
 targets = features[:, 0] * 2.0 - features[:, 1]             # shape (64,)
@@ -911,7 +925,9 @@ diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=Fa
 # With `h.detach()` the state still flows forward: the next batch starts where this one ended. But
 # gradients stop at the batch boundary.
 #
-# The doctor knows that a step carrying state is not a step missing `zero_grad`:
+# Diagnosed again with `h.detach()`. The doctor's second probe run now starts from the state the
+# first one left, so the two runs differ; the doctor does not mistake that for a missing
+# `zero_grad`, and the report is clean:
 
 # %%
 report = diagnose(forecaster, nn.MSELoss(), optimizer, wave, make_stateful_step(detach=True))
@@ -968,7 +984,8 @@ print(report.codes or "no findings", "| ok:", report.ok)
 #
 # The last row of the table above, reproduced. The dataset's labels were shuffled separately from its
 # inputs (a sort applied to one list and not the other, a bad join), so most pairs no longer belong
-# together. The program is otherwise correct:
+# together. The program is otherwise correct. The cell also prints the first and the last loss of the
+# doctor's one-batch training, from `report.measurements["overfit_losses"]`:
 
 # %%
 misaligned = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))]
@@ -988,8 +1005,9 @@ print(report.codes or "no findings", "| ok:", report.ok,
 # it on every new training script before the long run, and again whenever the loss curve looks
 # wrong.
 #
-# `Report.findings` is a list of `Finding(code, severity, message)`, and `Report.codes` a set. So a
-# test can assert that a training setup stays healthy:
+# `Report.findings` is a list of `Finding(code, severity, message)`, `Report.codes` a set,
+# `Report.ok` a bool, and `Report.measurements` a dict of what the doctor measured. So a test can
+# assert that a training setup stays healthy:
 
 # %% tags=["assert-is-the-lesson"]
 model = make_model()
@@ -1032,7 +1050,9 @@ check("10.seed_everything", seed_everything)
 # Write `nonfinite_layers(model, x)`: run `model(x)` once with a forward hook on every *leaf* module
 # (a module without children), and return the names (as in `model.named_modules()`) of the modules
 # whose output contains NaN or Inf, **in the order they ran**; a module that runs twice (a shared
-# layer) is listed each time its output is non-finite. Remove your hooks before returning, even if
+# layer) is listed each time its output is non-finite. (In the checker's models every leaf returns
+# one tensor; an output that is not a tensor, such as an RNN's tuple, you may skip.) Remove your
+# hooks before returning, even if
 # the forward pass raises. The first name is where to look.
 
 # %%

@@ -12,7 +12,8 @@
 # "Make it faster" starts with "measure where the time goes". A training step is data loading,
 # forward, backward and the optimizer, and the slow part is often not the one you would guess. This
 # notebook times code correctly and profiles a training step with `torch.profiler`. It removes a
-# data-loading bottleneck and hidden host-device syncs, measures what `torch.compile` really buys on
+# data-loading bottleneck and hidden host-device syncs (points where the CPU must stop and wait for
+# the GPU), measures what `torch.compile` really buys on
 # this machine (compile time included), and writes a data-dependent choice that compiles into one
 # graph. (Exporting a model for deployment is the next notebook.)
 #
@@ -20,8 +21,8 @@
 # training step), so its first run is the slowest of the course. With a cold compiler cache, the
 # whole notebook takes about 30 s on a quiet 2-core machine, most of it compiling; on a busy
 # machine, one compile alone can take 25-50 s (section 4 prints each compile time as measured). A
-# second run reuses the compiled kernels from Inductor's on-disk cache: a compile then takes well
-# under a second.
+# second run reuses the compiled kernels from the compiler's on-disk cache: a compile then takes
+# well under a second.
 #
 # **Needs a C++ compiler:** `torch.compile` builds the code it generates with one. On Linux that is
 # g++ (Debian/Ubuntu: `sudo apt install g++`); on macOS, Apple's command line tools
@@ -213,6 +214,9 @@ confirm({"data", "forward", "backward", "optimizer", "aten::addmm"} <= set(names
 # accounts for it. A large self time on a Python-level row is the profiler's way of saying "plain
 # Python here".
 #
+# `data` ran 5 times for 4 batches: the fifth `next()` found the loader exhausted and ended the
+# epoch.
+#
 # The model's operators (`aten::addmm`, the backward functions) come far below. A small helper turns
 # our four labels into shares of the step:
 
@@ -264,8 +268,8 @@ confirm(fast_shares["data"] < slow_shares["data"], "with the cached dataset, dat
 # `nvidia-smi` (or `watch -n 1 nvidia-smi`) in a terminal while training runs.
 #
 # Its `GPU-Util` column is the share of the last sample period (between 1/6 s and 1 s, depending on
-# the GPU) in which at least one kernel was running. So it lies between 0 and 100 % (never
-# "200 %"). Even 100 % only says that *some* kernel was always running, not that the whole GPU was
+# the GPU) in which at least one kernel was running. So it lies between 0 and 100 %, and even
+# 100 % only says that *some* kernel was always running, not that the whole GPU was
 # busy.
 #
 # `torch.cuda.utilization()` reads the same figure from Python (it needs the `nvidia-ml-py`
@@ -358,8 +362,8 @@ print("aten::item calls in 10 steps, tensor accumulator: ", count_item_calls(Fal
 # Ten copies against one. The cost of a copy depends on the device.
 #
 # On a CPU, operations run synchronously anyway, so there is no queue to wait for. `.item()` is a
-# small copy plus Python overhead, far below the timing noise of 20 training steps: no time
-# difference is expected, so the cell below times the two loops on a GPU only.
+# small copy plus Python overhead, far below the timing noise of a training loop: no time
+# difference is expected, so the cell below times the two loops (20 steps each) on a GPU only.
 #
 # On a GPU, the CPU normally runs *ahead*: it queues the next step's kernels while the GPU works.
 # Each `.item()` makes it stop and wait until the GPU has finished everything queued. Python
@@ -473,8 +477,9 @@ if skip_unless_compiler("the first compile of gelu_tanh, timed against eager"):
 # How to read your numbers:
 #
 # - The **first call** costs seconds; a steady-state call costs milliseconds. With a cold cache on a
-#   small machine, the first call takes tens of seconds: it runs a C++ compiler (your figure is
-#   above). Compilation only pays off over many calls; the break-even line above says how many.
+#   small machine, the first call takes seconds to tens of seconds: it runs a C++ compiler (your
+#   figure is above). Compilation only pays off over many calls; the break-even line above says
+#   how many.
 # - On a chain of element-wise operations, the fused kernel usually wins clearly (your speed-up is
 #   printed above).
 # - But the built-in `F.gelu(x, approximate="tanh")` is a single fused kernel too, in the same range
@@ -631,9 +636,9 @@ confirm(all(key.startswith("_orig_mod.") for key in wrapped.state_dict()), "torc
 confirm(list(in_place.state_dict()) == list(make_small_mlp(device).state_dict()), "model.compile() keeps the keys")
 
 # %% [markdown]
-# The weight comparison two cells up is the first check to make after compiling a step: the
-# compiled model learns the same thing (up to rounding, since fused kernels may add in a different
-# order).
+# The weight comparison above (the cell right after the timing) is the first check to make after
+# compiling a step: the compiled model learns the same thing (up to rounding, since fused kernels
+# may add in a different order).
 #
 # The speed verdict above is about *this* machine and *this* model. It may say the compiled step is
 # not faster, as on the small 2-core machine this course is tested on. That is expected:
@@ -770,10 +775,14 @@ confirm(torch.allclose(clip_if(3 * probe), clip_where(3 * probe)), "the two vers
 # Write `clip_norm(x)`: return `x / x.norm()` when `x.norm() > 1`, and an unchanged **copy** of
 # `x` otherwise, with no graph break: no Python `if` on a tensor value, no `.item()`. `x.norm()`
 # is the norm of all of `x`'s entries, whatever its shape, and an all-zero `x` comes back as a
-# copy too. (The checker first runs your function on a tensor that records `.item()`, `float()`
-# and `bool()` of its values; a `bool()` or `torch.cond` it then captures once, as a single
-# graph, with `torch.export`, which fails on a Python `if`. Then it runs your function on eight
-# inputs: both sides of norm 1, all zeros, and a 2-d tensor.) The solution uses `torch.where`,
+# copy too.
+#
+# How the checker tests it: first it runs your function on a tensor that records every `.item()`,
+# `float()` and `bool()` call on its values. If it sees a `bool()`, or your function uses
+# `torch.cond`, it also captures your function with `torch.export` (notebook 12), which needs one
+# single graph and so fails on a Python `if`. Then it runs your function on eight inputs: both
+# sides of norm 1, all zeros, and a 2-d tensor.
+# The solution uses `torch.where`,
 # which also avoids the host sync; `torch.cond` passes too (one graph), but reads its predicate on
 # the host, and its branches must return new tensors, not their input itself.
 

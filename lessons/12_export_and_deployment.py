@@ -83,7 +83,8 @@ print("onnxruntime", onnxruntime.__version__, "| safetensors", safetensors.__ver
 # private part of torch.
 #
 # On every call, `torch.onnx.export` first builds its table of translations: which ONNX operators
-# implement each of the several hundred ATen operators a graph may contain. The patch builds that
+# implement each of the several hundred ATen operators a graph may contain (ATen is PyTorch's
+# library of tensor operators: the `aten::` rows of notebook 11's profiler). The patch builds that
 # table once per session and hands each export a copy. It only saves time (this notebook and its
 # checkers export many times); the exported files are the same without it.
 #
@@ -172,7 +173,8 @@ negative = -torch.rand(5, 4) - 0.5
 # recorded.
 #
 # In torch 2.14, `torch.jit.trace` (and `torch.jit.script`) also emit a `FutureWarning`: they are
-# deprecated, use `torch.compile` and `torch.export`. We capture the warnings to show them.
+# deprecated, use `torch.compile` and `torch.export`. We capture the warnings to show them (tracing
+# a module also calls `torch.jit.trace_method`, which warns too).
 
 # %% tags=["deprecated-on-purpose"]
 with capture_messages() as captured:
@@ -213,9 +215,10 @@ with torch.no_grad():
 # Unlike tracing, it does **not** silently pick a branch that depends on tensor **values**: a Python
 # `if` on a tensor value is an error.
 #
-# A branch on a *shape* is another matter. With a static shape, export specialises it silently, as
-# tracing does (the shape is fixed anyway). With a dynamic `Dim`, it refuses, and suggests the range
-# of sizes for which the branch holds.
+# A branch on a *shape* is another matter (not run in this notebook). With a static shape, export
+# specialises it silently, as tracing does (the shape is fixed anyway). With a size declared
+# dynamic (a `torch.export.Dim`, used below), it refuses, and suggests the range of sizes for which
+# the branch holds.
 
 # %%
 with capture_messages() as captured:               # export also prints its partial graph
@@ -395,8 +398,9 @@ except Exception as error:
 # `batches` (float32 NCHW tensors of different batch sizes) through ONNX Runtime and through the
 # model, and return the largest absolute difference over all batches as a Python `float`. Do not
 # change the batches. (The checker hands your function a small CNN in training mode and three
-# batches; then it opens the file you wrote and runs it itself, on those batches and on a third
-# batch size, against the model in eval mode. Your function exports once, so a check takes seconds.)
+# batches, of 3, 5 and 2 images; then it opens the file you wrote and runs it itself, on those
+# batches and on one more batch size, against the model in eval mode. Your function exports once,
+# so a check takes seconds.)
 
 # %%
 def onnx_parity(model: nn.Module, batches: list[torch.Tensor], path: str | Path) -> float:
@@ -598,7 +602,7 @@ except RuntimeError as error:
 safetensors.torch.save_model(tied, workdir / "tied.safetensors")
 tied_again = Tied()
 missing, unexpected = safetensors.torch.load_model(tied_again, workdir / "tied.safetensors")
-print("save_model + load_model:", missing, unexpected,
+print("save_model + load_model: missing", missing, "unexpected", unexpected,
       "| still tied:", tied_again.out.weight is tied_again.embed.weight,
       "| equal:", torch.equal(tied_again.embed.weight, tied.embed.weight))
 

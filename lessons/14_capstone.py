@@ -26,7 +26,7 @@
 # 3. What to log per step (loss, learning rate, gradient norm, update/weight ratio, memory) and how
 #    to read it back from CSV and TensorBoard.
 # 4. How to resume from a checkpoint so the run continues exactly as if never interrupted.
-# 5. How to serve the trained model and ask the training doctor about your own step.
+# 5. How to serve the trained model and ask the training doctor about the project's training step.
 
 
 # %%
@@ -86,6 +86,10 @@ for field in dataclasses.fields(Config):
     print(f"{field.name:12} {type(field.default).__name__:6} default {field.default!r}")
 
 # %% [markdown]
+# Two fields use 0 for "off": `max_batches` is the number of batches per epoch, 0 for all of them
+# (the smoke test of section 2 uses 2), and `stop_after` stops the run after that epoch as if it
+# were interrupted, 0 for never (section 5 uses it).
+#
 # The command line gives strings. `argparse` converts them only when told the type. Two
 # conversions look right but are not:
 
@@ -124,7 +128,8 @@ except SystemExit as stop:
 # kernel's command line) into a `Config`. One option per field, named `--name` with `-` for `_`
 # (`--batch-size`), whose type and default come **from the dataclass** (`dataclasses.fields(Config)`
 # and `type(field.default)`; write no default twice), booleans given as `--resume true` / `false`
-# and read with `parse_bool`. An unknown option must be an error. Return the dataclass.
+# and read with `parse_bool`. An unknown option must be an error: let `parse_args` stop with its
+# `SystemExit`, as above. Return the dataclass.
 
 # %%
 def config_from_args(argv: list[str]) -> Config:
@@ -163,7 +168,9 @@ print("loaded back equal:", load_config(workdir / "demo") == cfg)
 # This is also the order in which to grow a project: small data and the simple model first. Scale
 # only once every stage works (section 4 takes the next step and measures it).
 #
-# Here the smoke test runs in this process (`project.train` is the function the script calls):
+# Here the smoke test runs in this process (`project.train` is the function the script calls;
+# `project.to_inputs` turns `uint8` images `[N, H, W, 3]` into the normalised float batch
+# `[N, 3, H, W]` that the model takes):
 
 # %%
 smoke = workdir / "smoke"
@@ -237,6 +244,11 @@ for lr in (1e-5, 3e-3, 0.3):
     print(f"SGD lr={lr:<6g} first conv weights {ratios['0.weight']:.0e}, last layer {ratios['10.weight']:.0e}")
 
 # %% [markdown]
+# Read against the 1e-3 guide: at lr 1e-5 the weights barely move (ratios of 1e-7 to 1e-6), at 0.3
+# the last layer changes by several percent in one step, and 3e-3 brings the last layer close to
+# the guide. At every rate the first conv layer moves several times less than the last layer, so
+# watch more than one layer's ratio.
+#
 # ### Exercise 3 — `log_row`
 #
 # Write `log_row(step, loss, optimizer, grad_norm)`, called just **after** `optimizer.step()` (and
@@ -263,8 +275,8 @@ check("14.log_row", log_row)
 #
 # The script is an ordinary module. In a terminal, a run is one command:
 # `python -m course_utils.capstone.train --epochs 3 --out runs/a`. Python then calls the module's
-# `main(argv)` with the words after the module name (the last two lines of `train.py`). `main`
-# parses them into a `Config` and trains.
+# `main(argv)` with the words after the module name (the `if __name__ == "__main__":` block at the
+# end of `course_utils/capstone/train.py` does that). `main` parses them into a `Config` and trains.
 #
 # Here we call the same `main` with the same words, in this process. A second Python would import
 # torch and its friends again: several seconds and several hundred MB of memory, for the same code
@@ -334,7 +346,8 @@ print(f"update/weight ratio: step 1 {ratio[0]:.0e}, largest {max(ratio):.0e} (st
 #
 # - it is already above 1e-3 at the first step, while the one-cycle schedule warms up: Adam's first
 #   steps move each weight by about `lr`, whatever the gradient's size;
-# - it is largest near the schedule's peak (30 % of the run);
+# - it is largest near the schedule's peak, which the one-cycle schedule places at 30 % of the run
+#   (around step 42 of 141);
 # - then it falls by orders of magnitude as the rate is annealed towards zero.
 #
 # This is a short, deliberately aggressive schedule on a tiny model. In a long run, a ratio that
@@ -418,10 +431,15 @@ confirm(accuracy > 0.8, "the served model is right on more than 8 test images in
 # The next step up is one command away: `--epochs 10`, then a bigger model. It is logged, resumable
 # and servable the same way.
 #
-# ## 7. The training doctor on your step
+# ## 7. The training doctor on the project's step
 #
 # Before a long run, ask the doctor of notebook 10 about the setup. It runs one batch through copies
 # of the model and optimizer, and reports what looks wrong.
+#
+# Called without a `train_step`, `diagnose` runs its standard step: `zero_grad`, forward, loss,
+# `backward`, `optimizer.step()`. That is the core of the script's training loop, which adds the
+# logging and the scheduler's step around it. When your own step does more, pass it as
+# `train_step`, as in notebook 10.
 
 # %%
 torch.manual_seed(0)
