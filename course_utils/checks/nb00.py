@@ -14,6 +14,7 @@ from torch import nn
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
@@ -67,12 +68,12 @@ def _double_verify(out, ref, args, kwargs):
     (x,) = args
     changed = _input_changed(x)
     if changed and isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
-        return "your function changed its input in place and returned it; expected a new tensor"
+        return t("your function changed its input in place and returned it; expected a new tensor")
     if changed:
-        return ("your function changed its input in place (x no longer holds the values it was "
-                "called with); expected x unchanged")
+        return t("your function changed its input in place (x no longer holds the values it was "
+                 "called with); expected x unchanged")
     if isinstance(out, torch.Tensor) and out.shape == ref.shape and out.dtype != ref.dtype:
-        return f"expected result with dtype {ref.dtype} (x's dtype), found {out.dtype}"
+        return t("expected result with dtype {want} (x's dtype), found {got}", want=ref.dtype, got=out.dtype)
     return compare_tensors(out, ref)
 
 
@@ -238,32 +239,36 @@ def _scale_grad(y: torch.Tensor, layer: nn.Module) -> torch.Tensor | None:
 
 def _shrink_verify(out, ref, args, kwargs):
     if not (isinstance(out, tuple) and len(out) == 2):
-        return f"expected a tuple (x, steps), found {describe(out)}"
+        return t("expected a tuple (x, steps), found {got}", got=describe(out))
     y, steps = out
     if isinstance(y, int) and isinstance(steps, torch.Tensor):
-        return "expected (x, steps) in this order, found (steps, x)"
+        return t("expected (x, steps) in this order, found (steps, x)")
     if isinstance(steps, bool) or not isinstance(steps, int):
-        return f"expected steps to be a Python int (count with steps = 0; steps += 1), found {describe(steps)}"
+        return t("expected steps to be a Python int (count with steps = 0; steps += 1), found {got}",
+                 got=describe(steps))
     x, layer = args
     limit = kwargs.get("max_steps", 10)
     if steps > limit:
-        return f"expected at most max_steps = {limit} layer applications, found {steps}"
+        return t("expected at most max_steps = {limit} layer applications, found {steps}", limit=limit, steps=steps)
     if steps != ref[1]:
-        return (f"expected {ref[1]} layer applications for an input of shape {tuple(x.shape)} with x.norm() = "
-                f"{x.norm():.2f} (apply the layer while x.norm() > 1, the norm of the whole tensor, at most "
-                f"{limit} times), found {steps}")
-    problem = compare_tensors(y, ref[0], name="output")
+        return t("expected {want} layer applications for an input of shape {shape} with x.norm() = "
+                 "{norm:.2f} (apply the layer while x.norm() > 1, the norm of the whole tensor, at most "
+                 "{limit} times), found {steps}", want=ref[1], shape=tuple(x.shape), norm=x.norm(), limit=limit,
+                 steps=steps)
+    problem = compare_tensors(y, ref[0], name=t("output"))
     if problem or steps == 0:
         return problem
     if not y.requires_grad:
-        return (f"expected the output to carry gradients back through the {steps} applied layer(s), found a "
-                f"tensor that does not require grad: no torch.no_grad() around the loop and no .detach()")
+        return t("expected the output to carry gradients back through the {steps} applied layer(s), found a "
+                 "tensor that does not require grad: no torch.no_grad() around the loop and no .detach()",
+                 steps=steps)
     got = _scale_grad(y, layer)
     want = _scale_grad(shrink_until_small_reference(x, layer, limit)[0], layer)
     if got is None or not torch.allclose(got, want, rtol=1e-5, atol=1e-6):
-        found = "no gradient" if got is None else f"{got.item():.4g}"
-        return (f"expected the gradient of output.sum() with respect to the layer's weight to be {want.item():.4g} "
-                f"(backpropagation through all {steps} applied steps), found {found}")
+        found = t("no gradient") if got is None else f"{got.item():.4g}"
+        return t("expected the gradient of output.sum() with respect to the layer's weight to be {want:.4g} "
+                 "(backpropagation through all {steps} applied steps), found {found}", want=want.item(),
+                 steps=steps, found=found)
     return None
 
 
@@ -399,16 +404,17 @@ def _shapes_cases():
 
 def _shapes_verify(out, ref, args, kwargs):
     if not isinstance(out, list):
-        return f"expected a list of shapes (one tuple per layer), found {describe(out)}"
+        return t("expected a list of shapes (one tuple per layer), found {got}", got=describe(out))
     if len(out) != len(ref):
-        return f"expected {len(ref)} shapes (one per layer of the model), found {len(out)}: {out}"
+        return t("expected {want} shapes (one per layer of the model), found {n}: {got}", want=len(ref), n=len(out),
+                 got=out)
     for index, shape in enumerate(out):
         if not isinstance(shape, tuple):  # torch.Size is a tuple
-            return (f"expected each shape as a tuple (tuple(x.shape) or x.shape), found entry {index} "
-                    f"as {describe(shape)}")
+            return t("expected each shape as a tuple (tuple(x.shape) or x.shape), found entry {index} "
+                     "as {got}", index=index, got=describe(shape))
     out = [tuple(s) for s in out]
     if out != ref:
-        return f"expected {ref}, found {out}"
+        return t("expected {want}, found {got}", want=ref, got=out)
     return None
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t
 
 # --- 01.independent_copy -------------------------------------------------------------------
 
@@ -43,18 +44,20 @@ def _copy_cases():
 def _copy_verify(out, ref, args, kwargs):
     (arr,) = args
     if not isinstance(out, torch.Tensor):
-        return f"expected a torch.Tensor, found {describe(out)}"
+        return t("expected a torch.Tensor, found {got}", got=describe(out))
     if out.dtype != ref.dtype:
-        return f"expected dtype {ref.dtype} (the array's dtype is {arr.dtype}), found {out.dtype}"
+        return t("expected dtype {want} (the array's dtype is {array}), found {got}", want=ref.dtype, array=arr.dtype,
+                 got=out.dtype)
     if out.shape != ref.shape:
-        return f"expected a tensor of the array's shape {arr.shape}, found shape {tuple(out.shape)}"
+        return t("expected a tensor of the array's shape {want}, found shape {got}", want=arr.shape,
+                 got=tuple(out.shape))
     problem = compare_tensors(out, ref)
     if problem:
         return problem
     before = out.clone()
     arr += 1  # the test owns this fresh array: change it and see if the tensor follows
     if not torch.equal(out, before):
-        return "your tensor changed when the NumPy array was modified: it shares memory with it"
+        return t("your tensor changed when the NumPy array was modified: it shares memory with it")
     return None
 
 
@@ -130,8 +133,9 @@ def _batch_of_one_lost(out, args, kwargs) -> bool:
 def _flatten_verify(out, ref, args, kwargs):
     x = args[0]
     if isinstance(out, torch.Tensor) and out.shape != ref.shape:
-        return (f"for x of shape {tuple(x.shape)} expected shape {tuple(ref.shape)} (dim 0 kept, every other "
-                f"dim flattened into one), found shape {tuple(out.shape)}")
+        return t("for x of shape {shape} expected shape {want} (dim 0 kept, every other "
+                 "dim flattened into one), found shape {got}", shape=tuple(x.shape), want=tuple(ref.shape),
+                 got=tuple(out.shape))
     return compare_tensors(out, ref)
 
 
@@ -383,8 +387,9 @@ def _same_container(out: Any, inp: Any) -> str | None:
     for got, given, path in _pairs(out, inp):
         if isinstance(given, (list, tuple, dict)) and got is given and given != ():
             kind = f"namedtuple ({type(given).__name__})" if _is_namedtuple(given) else type(given).__name__
-            return (f"{path} is the very {kind} you were given, not a new one: build a new container at every "
-                    f"level (even one without tensors), so the result shares nothing with the batch")
+            return t("{path} is the very {kind} you were given, not a new one: build a new container at every "
+                     "level (even one without tensors), so the result shares nothing with the batch",
+                     path=path, kind=kind)
     return None
 
 
@@ -399,9 +404,11 @@ def _subclass_left(out: Any, args: tuple, kwargs: dict) -> bool:
 
 def _tensor_leaves_on(value: Any, device: torch.device, path: str = "batch") -> str | None:
     if isinstance(value, torch.Tensor):
-        kind = "tensor" if type(value) is torch.Tensor else f"tensor (a {type(value).__name__}, a tensor subclass)"
-        return None if value.device == device else (f"the {kind} {path} is still on {value.device}, not on "
-                                                    f"`device` ({device}): move it with `.to(device)`")
+        kind = t("tensor") if type(value) is torch.Tensor else \
+            t("tensor (a {cls}, a tensor subclass)", cls=type(value).__name__)
+        return None if value.device == device else t("the {kind} {path} is still on {where}, not on "
+                                                     "`device` ({device}): move it with `.to(device)`",
+                                                     kind=kind, path=path, where=value.device, device=device)
     if isinstance(value, dict):
         for key, item in value.items():
             problem = _tensor_leaves_on(item, device, f"{path}[{key!r}]")
@@ -425,26 +432,27 @@ def _structure_diff(out: Any, ref: Any, inp: Any, path: str = "batch") -> tuple[
     back as the very objects they were, which only ``inp`` holds)."""
     if isinstance(ref, torch.Tensor):
         if not isinstance(out, torch.Tensor):
-            return "tensor", f"{path}: expected a tensor, found {describe(out)}"
+            return "tensor", t("{path}: expected a tensor, found {got}", path=path, got=describe(out))
         if out.shape == ref.shape and out.dtype != ref.dtype:
-            return "dtype", (f"{path}: dtype changed from {ref.dtype} to {out.dtype}; `.to(device)` moves a "
-                             f"tensor and keeps its dtype")
+            return "dtype", t("{path}: dtype changed from {want} to {got}; `.to(device)` moves a "
+                              "tensor and keeps its dtype", path=path, want=ref.dtype, got=out.dtype)
         if out.shape != ref.shape:
-            return "tensor", f"{path}: expected {describe(ref)}, found {describe(out)}"
+            return "tensor", t("{path}: expected {want}, found {got}", path=path, want=describe(ref), got=describe(out))
         return None
     if isinstance(ref, (list, tuple, dict)):
         if type(out) is not type(ref):
-            return "container", f"{path}: expected {describe(ref)} (the same container type), found {describe(out)}"
+            return "container", t("{path}: expected {want} (the same container type), found {got}", path=path,
+                                  want=describe(ref), got=describe(out))
         if isinstance(ref, dict):
             if list(out) != list(ref):
-                return "keys", f"{path}: expected keys {list(ref)}, found {list(out)}"
+                return "keys", t("{path}: expected keys {want}, found {got}", path=path, want=list(ref), got=list(out))
             for key in ref:
                 found = _structure_diff(out[key], ref[key], inp[key], f"{path}[{key!r}]")
                 if found:
                     return found
             return None
         if len(out) != len(ref):
-            return "length", f"{path}: expected length {len(ref)}, found {len(out)}"
+            return "length", t("{path}: expected length {want}, found {got}", path=path, want=len(ref), got=len(out))
         for index, (a, b, c) in enumerate(zip(out, ref, inp)):
             found = _structure_diff(a, b, c, f"{path}[{index}]")
             if found:
@@ -454,10 +462,10 @@ def _structure_diff(out: Any, ref: Any, inp: Any, path: str = "batch") -> tuple[
     if out is inp or (isinstance(inp, _PLAIN) and type(out) is type(inp) and out == inp):
         return None
     if type(out) is type(inp) and not isinstance(inp, _PLAIN):
-        return "copy", (f"{path}: expected the very {type(inp).__name__} you were given, returned exactly as it "
-                        f"was, found a copy of it")
-    return "non-tensor", (f"{path}: expected {describe(inp)} returned unchanged (only tensors move), "
-                          f"found {describe(out)}")
+        return "copy", t("{path}: expected the very {cls} you were given, returned exactly as it "
+                         "was, found a copy of it", path=path, cls=type(inp).__name__)
+    return "non-tensor", t("{path}: expected {want} returned unchanged (only tensors move), "
+                           "found {got}", path=path, want=describe(inp), got=describe(out))
 
 
 def _to_device_verify(out, ref, args, kwargs):

@@ -17,6 +17,7 @@ import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
@@ -44,9 +45,10 @@ def _close(out: object, expected: torch.Tensor) -> bool:
 
 def _shape_problem(out: object, expected: tuple[int, ...], meaning: str) -> str | None:
     if not isinstance(out, torch.Tensor):
-        return f"expected a torch.Tensor of shape {expected}, found {describe(out)}"
+        return t("expected a torch.Tensor of shape {want}, found {got}", want=expected, got=describe(out))
     if tuple(out.shape) != expected:
-        return f"expected shape {expected} ({meaning}), found shape {tuple(out.shape)}"
+        return t("expected shape {want} ({meaning}), found shape {got}", want=expected, meaning=meaning,
+                 got=tuple(out.shape))
     return None
 
 
@@ -133,17 +135,17 @@ def _mse_cases():
 def _inputs_changed_problem(args) -> str | None:
     for name, value in zip(("pred", "target", "x", "a", "b"), args):
         if _input_changed(value):
-            return (f"your function changed its input `{name}` in place (an op ending in `_`, `-=`, or "
-                    f"writing through a view); expected the inputs unchanged")
+            return t("your function changed its input `{name}` in place (an op ending in `_`, `-=`, or "
+                     "writing through a view); expected the inputs unchanged", name=name)
     return None
 
 
 def _mse_verify(out, ref, args, kwargs):
     n = args[0].shape[0]
     return (_inputs_changed_problem(args)
-            or _shape_problem(out, (n,), f"one loss value per sample for inputs of shapes "
-                                         f"{tuple(args[0].shape)} and {tuple(args[1].shape)}")
-            or compare_tensors(out, ref, name="per-sample loss"))
+            or _shape_problem(out, (n,), t("one loss value per sample for inputs of shapes {a} and {b}",
+                                           a=tuple(args[0].shape), b=tuple(args[1].shape)))
+            or compare_tensors(out, ref, name=t("per-sample loss")))
 
 
 register(Exercise(
@@ -252,11 +254,12 @@ def _center_verify(out, ref, args, kwargs):
     (x,) = args
     changed = _input_changed(x)
     if changed and isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr():
-        return "your function changed its input in place and returned it; expected a new tensor"
+        return t("your function changed its input in place and returned it; expected a new tensor")
     if changed:
-        return ("your function changed its input in place (x no longer holds the values it was "
-                "called with); expected x unchanged")
-    return _shape_problem(out, tuple(x.shape), "same shape as x") or compare_tensors(out, ref, name="centered x")
+        return t("your function changed its input in place (x no longer holds the values it was "
+                 "called with); expected x unchanged")
+    return _shape_problem(out, tuple(x.shape), t("same shape as x")) or compare_tensors(out, ref,
+                                                                                      name=t("centered x"))
 
 
 register(Exercise(
@@ -378,16 +381,18 @@ def _forbidden_in_source(func: Callable) -> str | None:
     loops = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("map", "filter"):
-            return (f"your function uses {node.func.id}() over the rows (line `{ast.unparse(node)[:60]}`), a Python "
-                    f"loop in disguise; the task is one broadcast expression with no loop: "
-                    f"a[:, None, :] - b[None, :, :] has shape (N, M, D)")
+            return t("your function uses {func}() over the rows (line `{line}`), a Python "
+                     "loop in disguise; the task is one broadcast expression with no loop: "
+                     "a[:, None, :] - b[None, :, :] has shape (N, M, D)", func=node.func.id,
+                     line=ast.unparse(node)[:60])
         if isinstance(node, ast.Attribute) and node.attr == "cdist":
-            return ("your function uses torch.cdist; the task is to build the table with broadcasting "
-                    "yourself: a[:, None, :] - b[None, :, :] has shape (N, M, D)")
+            return t("your function uses torch.cdist; the task is to build the table with broadcasting "
+                     "yourself: a[:, None, :] - b[None, :, :] has shape (N, M, D)")
         if isinstance(node, loops):
-            kind = "a Python loop" if isinstance(node, (ast.For, ast.While)) else "a comprehension (a loop)"
-            return (f"your function uses {kind} (line `{ast.unparse(node).splitlines()[0][:60]}`); the task "
-                    f"is one broadcast expression with no loop: a[:, None, :] - b[None, :, :] has shape (N, M, D)")
+            kind = t("a Python loop") if isinstance(node, (ast.For, ast.While)) else t("a comprehension (a loop)")
+            return t("your function uses {kind} (line `{line}`); the task "
+                     "is one broadcast expression with no loop: a[:, None, :] - b[None, :, :] has shape (N, M, D)",
+                     kind=kind, line=ast.unparse(node).splitlines()[0][:60])
     return None
 
 
@@ -401,8 +406,8 @@ def _pairs_cases():
 
 def _pairs_verify(out, ref, args, kwargs):
     n, m = args[0].shape[0], args[1].shape[0]
-    return (_shape_problem(out, (n, m), "row i, column j: squared distance from a[i] to b[j]")
-            or compare_tensors(out, ref, name="distance table"))
+    return (_shape_problem(out, (n, m), t("row i, column j: squared distance from a[i] to b[j]"))
+            or compare_tensors(out, ref, name=t("distance table")))
 
 
 register(Exercise(

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t
 
 
 # --- shared by the 03 checkers --------------------------------------------------------------------
@@ -262,36 +263,38 @@ def _acc_verify(out, ref, args, kwargs):
     model, _, x, _, k = args
     names = [name for name, _ in model.named_parameters()]
     if not isinstance(out, (list, tuple)):
-        return f"expected a list with one gradient tensor per parameter ({len(names)}), found {describe(out)}"
+        return t("expected a list with one gradient tensor per parameter ({n}), found {got}", n=len(names),
+                 got=describe(out))
     frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
     if len(out) != len(names):
-        return (f"expected {len(names)} gradients (one per parameter, in model.parameters() order"
-                f"{', None for each frozen parameter: ' + ', '.join(frozen) if frozen else ''}), found {len(out)}")
+        frozen_note = t(", None for each frozen parameter: {names}", names=", ".join(frozen)) if frozen else ""
+        return t("expected {n} gradients (one per parameter, in model.parameters() order{frozen}), found {got}",
+                 n=len(names), frozen=frozen_note, got=len(out))
     for name, o, r in zip(names, out, ref):
         if r is None and o is not None:
-            return (f"the gradient of {name} (a frozen parameter, requires_grad=False) must be None, as its "
-                    f"p.grad is, found {describe(o)}")
+            return t("the gradient of {name} (a frozen parameter, requires_grad=False) must be None, as its "
+                     "p.grad is, found {got}", name=name, got=describe(o))
         if r is not None and o is None:
-            return (f"the gradient of {name} is None: backward() must run on every micro-batch, and "
-                    f"nothing may clear .grad after the last one")
+            return t("the gradient of {name} is None: backward() must run on every micro-batch, and "
+                     "nothing may clear .grad after the last one", name=name)
     for name, o, r in zip(names, out, ref):
         if r is None:
             continue
-        problem = compare_tensors(o, r, atol=1e-5, name=f"gradient of {name}")
+        problem = compare_tensors(o, r, atol=1e-5, name=t("gradient of {name}", name=name))
         if problem:
             c = _ratio(out, ref)
             if c is not None:
-                return (f"your gradients are {c:.3g} times the full-batch gradient (each of the {k} "
-                        f"micro-batch losses must count 1/{k})")
-            return problem + " (compared with the full-batch gradient)"
+                return t("your gradients are {c:.3g} times the full-batch gradient (each of the {k} "
+                         "micro-batch losses must count 1/{k})", c=c, k=k)
+            return problem + t(" (compared with the full-batch gradient)")
     sizes = [len(c) for c in x.chunk(k)]
     if k > 1 and sorted(model.batch_sizes) != sorted(sizes):
-        return (f"the model saw batches of sizes {model.batch_sizes}; the task is one forward and backward "
-                f"per micro-batch, sizes {sizes} (x.chunk({k}))")
+        return t("the model saw batches of sizes {seen}; the task is one forward and backward "
+                 "per micro-batch, sizes {sizes} (x.chunk({k}))", seen=model.batch_sizes, sizes=sizes, k=k)
     if k > 1 and model.backward_runs != k:
-        return (f"backward ran {model.backward_runs} time(s) through the model; the task is one backward() per "
-                f"micro-batch ({k} of them), not one backward() over the summed losses (which keeps every "
-                f"micro-batch's graph in memory until the end)")
+        return t("backward ran {runs} time(s) through the model; the task is one backward() per "
+                 "micro-batch ({k} of them), not one backward() over the summed losses (which keeps every "
+                 "micro-batch's graph in memory until the end)", runs=model.backward_runs, k=k)
     return None
 
 
@@ -435,14 +438,14 @@ def _at_tuple(f, x):
 
 def _at_verify(out, ref, args, kwargs):
     f, x = args
-    problem = compare_tensors(out, ref, name="gradient")
+    problem = compare_tensors(out, ref, name=t("gradient"))
     if problem:
         return problem
     if x.requires_grad != f.requires_grad_before:
-        return (f"your function changed x.requires_grad from {f.requires_grad_before} to {x.requires_grad}; "
-                f"expected x untouched")
+        return t("your function changed x.requires_grad from {before} to {now}; "
+                 "expected x untouched", before=f.requires_grad_before, now=x.requires_grad)
     if _grad_changed(out, args, kwargs):
-        return "your function left a gradient in x.grad; expected x untouched"
+        return t("your function left a gradient in x.grad; expected x untouched")
     return None
 
 
@@ -612,11 +615,11 @@ def _fd_case(seed: int, shape: tuple[int, ...], eps: float, text: str, fn):
 
 def _fd_verify(out, ref, args, kwargs):
     f, x = args
-    problem = compare_tensors(out, ref, atol=1e-8, rtol=1e-6, name="finite-difference gradient")
+    problem = compare_tensors(out, ref, atol=1e-8, rtol=1e-6, name=t("finite-difference gradient"))
     if problem:
         return problem
     if not torch.equal(x, f.x_before):
-        return "your function changed x (some elements were not put back exactly); expected x untouched"
+        return t("your function changed x (some elements were not put back exactly); expected x untouched")
     return None
 
 

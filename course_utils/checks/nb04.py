@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import N_, t
 
 
 # --- shared by the 04 checkers --------------------------------------------------------------------
@@ -129,30 +130,34 @@ _ACTIVATIONS = (nn.Sigmoid, nn.Tanh, nn.GELU, nn.LeakyReLU, nn.ELU, nn.SiLU, nn.
 def _mlp_verify(out, ref, args, kwargs):
     (sizes,) = args
     if not isinstance(out, nn.Module):
-        return f"expected an nn.Module, found {describe(out)}"
+        return t("expected an nn.Module, found {got}", got=describe(out))
     other = sorted({type(m).__name__ for m in out.modules() if isinstance(m, _ACTIVATIONS)})
     if other:
-        return f"found {', '.join(other)} in the model; the task asks for nn.ReLU() between the Linear layers"
+        return t("found {names} in the model; the task asks for nn.ReLU() between the Linear layers",
+                 names=", ".join(other))
     linears = [m for m in out.modules() if isinstance(m, nn.Linear)]
     wanted = list(zip(sizes[:-1], sizes[1:]))
     if len(linears) < len(wanted):
-        return (f"expected {len(wanted)} registered nn.Linear layers, model.modules() finds "
-                f"{len(linears)} (model.parameters() holds {len(list(out.parameters()))} tensors)")
+        return t("expected {want} registered nn.Linear layers, model.modules() finds "
+                 "{found} (model.parameters() holds {n} tensors)", want=len(wanted), found=len(linears),
+                 n=len(list(out.parameters())))
     if [(m.in_features, m.out_features) for m in linears] != wanted:
-        return f"expected Linear layers (in, out) = {wanted}, found {[(m.in_features, m.out_features) for m in linears]}"
+        return t("expected Linear layers (in, out) = {want}, found {got}", want=wanted,
+                 got=[(m.in_features, m.out_features) for m in linears])
     if any(m.bias is None for m in linears):
-        return "expected nn.Linear(sizes[i], sizes[i+1]) layers, which have a bias; found Linear layers with bias=False"
+        return t("expected nn.Linear(sizes[i], sizes[i+1]) layers, which have a bias; found Linear layers with "
+                 "bias=False")
     x = torch.randn(64, sizes[0], generator=torch.Generator().manual_seed(len(sizes)))   # 64 rows: a ReLU always shows
     with torch.no_grad():
         got, expected = out(x), _chain(linears, x, True, False)
-        problem = compare_tensors(got, expected, name="output")
+        problem = compare_tensors(got, expected, name=t("output"))
         if problem and isinstance(got, torch.Tensor) and got.shape == expected.shape:
             if torch.allclose(got, _chain(linears, x, True, True), atol=1e-6):
-                return "the output is never negative: a ReLU follows the last Linear layer"
+                return t("the output is never negative: a ReLU follows the last Linear layer")
             if torch.allclose(got, _chain(linears, x, False, False), atol=1e-6):
-                return "the output is an affine function of the input: no ReLU between the Linear layers"
+                return t("the output is an affine function of the input: no ReLU between the Linear layers")
             if torch.allclose(got, _chain(linears, torch.relu(x), True, False), atol=1e-6):
-                return "the output ignores negative inputs: a ReLU comes before the first Linear layer"
+                return t("the output ignores negative inputs: a ReLU comes before the first Linear layer")
     return problem
 
 
@@ -279,8 +284,8 @@ def _frozen_backbone() -> nn.Module:
 
 def _count_verify(out, ref, args, kwargs):
     if isinstance(out, bool) or not isinstance(out, numbers.Integral):   # int, or a NumPy integer
-        return f"expected a Python int (a number of scalars), found {describe(out)}"
-    return None if int(out) == ref else f"expected {ref} trainable scalars, found {out}"
+        return t("expected a Python int (a number of scalars), found {got}", got=describe(out))
+    return None if int(out) == ref else t("expected {want} trainable scalars, found {got}", want=ref, got=out)
 
 
 def _count_mistake(key: str, name: str, hint: str) -> Mistake:
@@ -299,39 +304,39 @@ register(Exercise(
      _seeded(lambda: _TiedLM(vocab=40, dim=12, freeze_embedding=True), 3)],
     _count_verify,
     [
-        _count_mistake("frozen", "counts frozen params",
-                       "a parameter with requires_grad=False is frozen: the optimizer never changes "
-                       "it. Keep only `p.requires_grad` parameters."),
-        _count_mistake("twice", "counts shared params twice",
-                       "a tied weight is ONE Parameter reachable from two modules; model.parameters() "
-                       "yields it once, named_parameters(remove_duplicate=False) or a loop over "
-                       "modules yields it twice."),
-        _count_mistake("state_dict", "counts buffers and shared weights via state_dict",
-                       "state_dict() also holds buffers (BatchNorm's running stats) and lists a tied "
-                       "weight under every name; iterate over model.parameters() instead."),
-        _count_mistake("tensors", "counts tensors instead of scalars",
-                       "len(list(model.parameters())) is the number of tensors; sum p.numel() instead."),
-        _count_mistake("rows", "len(p) counts rows, not scalars",
-                       "len(p) is the size of a parameter's FIRST dim; p.numel() is its number of scalars."),
-        _count_mistake("grad", "tests p.grad instead of p.requires_grad",
-                       "p.grad is None until a backward pass has run, whether or not p is trainable; "
-                       "test p.requires_grad."),
-        _count_mistake("frozen_only", "counts the frozen params only (the requires_grad test inverted)",
-                       "`if not p.requires_grad` keeps exactly the frozen parameters; the optimizer trains the "
-                       "others: keep the parameters with p.requires_grad True."),
-        _count_mistake("state_dict_requires_grad", "state_dict() values never require grad",
-                       "state_dict() returns detached tensors (requires_grad is always False there, and buffers "
-                       "and tied weights are listed too); test p.requires_grad on model.parameters()."),
-        _count_mistake("own_only", "parameters(recurse=False) sees only the model's own parameters",
-                       "recurse=False leaves out every submodule's parameters; model.parameters() (recurse=True, "
-                       "the default) walks the whole tree and yields each Parameter once."),
-        _count_mistake("modules_x_parameters", "modules() x parameters() counts nested parameters several times",
-                       "m.parameters() already includes every submodule's parameters, so looping over "
-                       "model.modules() counts a nested parameter once per enclosing module; iterate over "
-                       "model.parameters() once."),
-        _count_mistake("buffers", "counts buffers",
-                       "buffers (BatchNorm's running mean and variance) are state, not trained: "
-                       "count model.parameters() only."),
+        _count_mistake("frozen", N_("counts frozen params"),
+                       N_("a parameter with requires_grad=False is frozen: the optimizer never changes "
+                          "it. Keep only `p.requires_grad` parameters.")),
+        _count_mistake("twice", N_("counts shared params twice"),
+                       N_("a tied weight is ONE Parameter reachable from two modules; model.parameters() "
+                          "yields it once, named_parameters(remove_duplicate=False) or a loop over "
+                          "modules yields it twice.")),
+        _count_mistake("state_dict", N_("counts buffers and shared weights via state_dict"),
+                       N_("state_dict() also holds buffers (BatchNorm's running stats) and lists a tied "
+                          "weight under every name; iterate over model.parameters() instead.")),
+        _count_mistake("tensors", N_("counts tensors instead of scalars"),
+                       N_("len(list(model.parameters())) is the number of tensors; sum p.numel() instead.")),
+        _count_mistake("rows", N_("len(p) counts rows, not scalars"),
+                       N_("len(p) is the size of a parameter's FIRST dim; p.numel() is its number of scalars.")),
+        _count_mistake("grad", N_("tests p.grad instead of p.requires_grad"),
+                       N_("p.grad is None until a backward pass has run, whether or not p is trainable; "
+                          "test p.requires_grad.")),
+        _count_mistake("frozen_only", N_("counts the frozen params only (the requires_grad test inverted)"),
+                       N_("`if not p.requires_grad` keeps exactly the frozen parameters; the optimizer trains the "
+                          "others: keep the parameters with p.requires_grad True.")),
+        _count_mistake("state_dict_requires_grad", N_("state_dict() values never require grad"),
+                       N_("state_dict() returns detached tensors (requires_grad is always False there, and buffers "
+                          "and tied weights are listed too); test p.requires_grad on model.parameters().")),
+        _count_mistake("own_only", N_("parameters(recurse=False) sees only the model's own parameters"),
+                       N_("recurse=False leaves out every submodule's parameters; model.parameters() (recurse=True, "
+                          "the default) walks the whole tree and yields each Parameter once.")),
+        _count_mistake("modules_x_parameters", N_("modules() x parameters() counts nested parameters several times"),
+                       N_("m.parameters() already includes every submodule's parameters, so looping over "
+                          "model.modules() counts a nested parameter once per enclosing module; iterate over "
+                          "model.parameters() once.")),
+        _count_mistake("buffers", N_("counts buffers"),
+                       N_("buffers (BatchNorm's running mean and variance) are state, not trained: "
+                          "count model.parameters() only.")),
     ],
 ))
 
@@ -394,10 +399,10 @@ def _init_inspect(candidate: Callable[[nn.Module], Any]) -> str | None:
         torch.set_grad_enabled(grad_mode)
         torch.set_default_dtype(dtype)
     if same:
-        return ("two separate Linear(32, 32) layers got identical weights from your function: is "
-                "torch.manual_seed called inside it? Seeding resets the global random generator, so every "
-                "layer of the same shape gets the same weights; seed once at the start of a script, never "
-                "inside an init function")
+        return t("two separate Linear(32, 32) layers got identical weights from your function: is "
+                 "torch.manual_seed called inside it? Seeding resets the global random generator, so every "
+                 "layer of the same shape gets the same weights; seed once at the start of a script, never "
+                 "inside an init function")
     return None
 
 
@@ -448,20 +453,22 @@ def _params_replaced(module: nn.Module) -> str | None:
     for name, (param, dtype) in _INIT_PARAMS.get(module, {}).items():
         now = getattr(module, name, None)
         if now is not param:
-            return (f"{type(module).__name__}.{name} is a new object: change the existing Parameter in place "
-                    f"(nn.init.kaiming_normal_(module.weight, ...), nn.init.zeros_(module.bias)), so that an "
-                    f"optimizer built earlier, which holds the old Parameter, still trains it")
+            return t("{cls}.{name} is a new object: change the existing Parameter in place "
+                     "(nn.init.kaiming_normal_(module.weight, ...), nn.init.zeros_(module.bias)), so that an "
+                     "optimizer built earlier, which holds the old Parameter, still trains it",
+                     cls=type(module).__name__, name=name)
         if now.dtype != dtype:
-            return (f"{type(module).__name__}.{name} has dtype {now.dtype}, but the layer's dtype is {dtype}: "
-                    f"initialise the existing tensor in place (nn.init functions) instead of assigning new data")
+            return t("{cls}.{name} has dtype {got}, but the layer's dtype is {want}: "
+                     "initialise the existing tensor in place (nn.init functions) instead of assigning new data",
+                     cls=type(module).__name__, name=name, got=now.dtype, want=dtype)
     return None
 
 
 def _init_verify(out, ref, args, kwargs):
     module = args[0]
     if out is not None and out is not module:
-        return (f"expected the module to be initialised in place (returning nothing, or the module itself), "
-                f"found {describe(out)} returned")
+        return t("expected the module to be initialised in place (returning nothing, or the module itself), "
+                 "found {got} returned", got=describe(out))
     replaced = _params_replaced(module)
     if replaced:
         return replaced
@@ -469,21 +476,26 @@ def _init_verify(out, ref, args, kwargs):
         fresh = _INIT_BUILDERS[type(module)]()[0][0]
         for (key, got), want in zip(module.state_dict().items(), fresh.state_dict().values()):
             if not torch.equal(got, want):
-                return f"{type(module).__name__}.{key} was changed; expected every non-Linear layer left exactly as it was"
+                return t("{cls}.{key} was changed; expected every non-Linear layer left exactly as it was",
+                         cls=type(module).__name__, key=key)
         return None
     fan_in, fan_out = module.in_features, module.out_features
     w, want = module.weight.detach(), math.sqrt(2.0 / fan_in)
     if abs(w.std().item() / want - 1) > 0.05 or abs(w.mean().item()) > 0.05 * want:
-        return (f"{type(module).__name__}({fan_in}, {fan_out}).weight has mean {w.mean().item():.4f} and std "
-                f"{w.std().item():.4f}; Kaiming for ReLU expects mean 0 and std sqrt(2/fan_in) = "
-                f"{want:.4f} (Xavier would give {math.sqrt(2 / (fan_in + fan_out)):.4f})")
+        return t("{cls}({fan_in}, {fan_out}).weight has mean {mean:.4f} and std "
+                 "{std:.4f}; Kaiming for ReLU expects mean 0 and std sqrt(2/fan_in) = "
+                 "{want:.4f} (Xavier would give {xavier:.4f})", cls=type(module).__name__, fan_in=fan_in,
+                 fan_out=fan_out, mean=w.mean().item(), std=w.std().item(), want=want,
+                 xavier=math.sqrt(2 / (fan_in + fan_out)))
     if w.numel() >= 10_000 and _tail_ratio(w) < 2.0:
-        return (f"{type(module).__name__}({fan_in}, {fan_out}).weight has the right std but no value beyond "
-                f"{_tail_ratio(w):.2f} std from 0: that is a uniform distribution; Kaiming NORMAL draws from "
-                f"a normal distribution (values beyond 3 std occur)")
+        return t("{cls}({fan_in}, {fan_out}).weight has the right std but no value beyond "
+                 "{ratio:.2f} std from 0: that is a uniform distribution; Kaiming NORMAL draws from "
+                 "a normal distribution (values beyond 3 std occur)", cls=type(module).__name__, fan_in=fan_in,
+                 fan_out=fan_out, ratio=_tail_ratio(w))
     if module.bias is not None and bool(module.bias.detach().ne(0).any()):
-        return (f"{type(module).__name__}({fan_in}, {fan_out}).bias has nonzero entries (max |b| = "
-                f"{module.bias.abs().max().item():.4f}); expected all zeros")
+        return t("{cls}({fan_in}, {fan_out}).bias has nonzero entries (max |b| = "
+                 "{biggest:.4f}); expected all zeros", cls=type(module).__name__, fan_in=fan_in, fan_out=fan_out,
+                 biggest=module.bias.abs().max().item())
     return None
 
 
@@ -722,8 +734,9 @@ def _flags_changed(model: nn.Module) -> str | None:
     for (name, module), was in zip(model.named_modules(), record[2]):
         if module.training != was:
             mode = "eval" if was is False else "train"
-            return (f"`model{'.' + name if name else ''}` was left in {'train' if module.training else 'eval'} "
-                    f"mode (it came in {mode} mode): run model(x) as it is, without model.eval() or model.train()")
+            return t("`{target}` was left in {now} mode (it came in {mode} mode): run model(x) as it is, "
+                     "without model.eval() or model.train()", target=f"model{'.' + name if name else ''}",
+                     now="train" if module.training else "eval", mode=mode)
     return None
 
 
@@ -733,25 +746,28 @@ def _stds_verify(out, ref, args, kwargs):
     if flags:
         return flags
     if _own_hook_removed(model):
-        return ("a forward hook the model already had before your call is gone: remove only your own hooks, "
-                "with the handles register_forward_hook returned (never clear module._forward_hooks)")
+        return t("a forward hook the model already had before your call is gone: remove only your own hooks, "
+                 "with the handles register_forward_hook returned (never clear module._forward_hooks)")
     calls = _forward_calls(model)
     if calls is not None and calls != 1:
-        return (f"model(x) ran {calls} time(s); the task is to run model(x) exactly once, with forward hooks on "
-                f"the leaf modules recording their outputs (a second run updates BatchNorm statistics again)")
+        return t("model(x) ran {calls} time(s); the task is to run model(x) exactly once, with forward hooks on "
+                 "the leaf modules recording their outputs (a second run updates BatchNorm statistics again)",
+                 calls=calls)
     biased = _biased(*args)
     ref = {key: (value, biased.get(key, value)) for key, value in ref.items()}
     if not isinstance(out, dict):
-        return f"expected a dict {{layer name: std}}, found {describe(out)}"
+        return t("expected a dict {{layer name: std}}, found {got}", got=describe(out))
     if sorted(out) != sorted(ref):
-        return f"expected keys {sorted(ref)} (one per leaf module), found {sorted(out)}"
+        return t("expected keys {want} (one per leaf module), found {got}", want=sorted(ref), got=sorted(out))
     for key, want in ref.items():
         if not isinstance(out[key], float):
-            return f"expected a Python float for {key!r}, found {describe(out[key])}"
+            return t("expected a Python float for {key}, found {got}", key=repr(key), got=describe(out[key]))
         if not any(math.isclose(out[key], value, rel_tol=1e-4, abs_tol=1e-6) for value in want):
-            return f"expected std {want[0]:.4f} for the output of {key!r}, found {out[key]:.4f}"
+            return t("expected std {want:.4f} for the output of {key}, found {got:.4f}", want=want[0], key=repr(key),
+                     got=out[key])
     left = sum(len(m._forward_hooks) for m in args[0].modules()) - (model in _STDS_CALLS)
-    return f"the model still has {left} forward hook(s) of yours after your function returned; expected none" if left else None
+    return t("the model still has {left} forward hook(s) of yours after your function returned; expected none",
+             left=left) if left else None
 
 
 register(Exercise(
