@@ -212,7 +212,16 @@ def load_glossary(path: Path = GLOSSARY) -> list[dict[str, Any]]:
 
 
 def glossary_problems(english: str, chinese: str, glossary: list[dict[str, Any]]) -> list[str]:
-    """Terms translated otherwise than the glossary says (outside code and math)."""
+    """Terms translated otherwise than the glossary says (outside code and math).
+
+    A term's ``ignore`` lists names that merely start with it ("TensorBoard" is no tensor):
+
+    >>> terms = [{"en": "tensor", "zh": "张量", "ignore": ["TensorBoard"]}]
+    >>> glossary_problems("Log to TensorBoard.", "记录到 TensorBoard。", terms)
+    []
+    >>> glossary_problems("A tensor in TensorBoard.", "TensorBoard 里的一个数组。", terms)
+    ["'tensor' is translated without '张量'"]
+    """
     problems = []
     plain_en = _URL.sub("]", _without_code(english)).lower()
     plain_zh = _URL.sub("]", _without_code(chinese))
@@ -220,7 +229,10 @@ def glossary_problems(english: str, chinese: str, glossary: list[dict[str, Any]]
         for variant in term.get("avoid", []):
             if variant in plain_zh:
                 problems.append(f"'{variant}' should be '{term['zh']}' ({term['en']})")
-        if term.get("required", True) and re.search(rf"\b{re.escape(term['en'].lower())}", plain_en) \
+        term_en = plain_en
+        for name in term.get("ignore", []):
+            term_en = re.sub(rf"\b{re.escape(name.lower())}\b", " ", term_en)
+        if term.get("required", True) and re.search(rf"\b{re.escape(term['en'].lower())}", term_en) \
                 and term["zh"] not in plain_zh:
             problems.append(f"'{term['en']}' is translated without '{term['zh']}'")
     return problems
