@@ -22,6 +22,8 @@ import re
 import warnings
 from typing import Any
 
+from course_utils.i18n import t
+
 #: Digits printed for tensors and arrays: enough to teach, few enough to be identical
 #: across CPUs whose float rounding differs in the last bits.
 PRINT_PRECISION = 4
@@ -100,6 +102,10 @@ def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, An
     }
     if verbose:
         import platform
+
+        said = bootstrap_line()
+        if said:
+            print(said)
         import torchvision
 
         # Versions without the build suffix (+cpu, +cu130): the same course runs on either build.
@@ -107,6 +113,32 @@ def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, An
               f"torchvision {torchvision.__version__.split('+')[0]} | numpy {np.__version__}")
         print(f"device: {device} | threads: {info['threads']} | seed: {seed}")
     return info
+
+
+def bootstrap_line(record: str | None = None) -> str:
+    """What the notebook's bootstrap did (``$COURSE_BOOTSTRAP``), as one line; "" if it did not run.
+
+    The bootstrap runs before ``course_utils`` is importable, so it only records what it did; this
+    says it, in the learner's language, and forgets it (a second ``setup()`` prints nothing).
+
+    >>> bootstrap_line("installed")
+    'course_utils: already installed, nothing to do'
+    >>> bootstrap_line("folder:/hub/course")
+    'course_utils: using the course folder /hub/course'
+    >>> bootstrap_line("pip:git+https://example.org/course")
+    'course_utils: installed from git+https://example.org/course (--no-deps: torch and the rest left as they are)'
+    """
+    if record is None:
+        record = os.environ.pop("COURSE_BOOTSTRAP", "")
+    kind, _, where = record.partition(":")
+    if kind == "installed":
+        return t("course_utils: already installed, nothing to do")
+    if kind == "folder":
+        return t("course_utils: using the course folder {here}", here=where)
+    if kind == "pip":
+        return t("course_utils: installed from {source} (--no-deps: torch and the rest left as they are)",
+                 source=where)
+    return ""
 
 
 def _plot_defaults() -> None:

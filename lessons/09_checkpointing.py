@@ -32,20 +32,20 @@
 
 # %%
 # Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),
-# or installed from the course's repository without touching torch (Colab). Prints what it did.
+# or installed from the course's repository without touching torch (Colab). setup() says which.
 import importlib.util, os, pathlib, subprocess, sys
 COURSE_REPO = "git+https://github.com/pytorch-inside/course"  # a fork: see pyproject.toml [tool.course]
 if importlib.util.find_spec("course_utils"):
-    print("course_utils: already installed, nothing to do")
+    os.environ["COURSE_BOOTSTRAP"] = "installed"
 elif here := next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
                    if (p / "course_utils" / "__init__.py").is_file()), None):
     sys.path.insert(0, str(here))
-    print(f"course_utils: using the course folder {here}")
+    os.environ["COURSE_BOOTSTRAP"] = f"folder:{here}"
 else:
     source = os.environ.get("COURSE_REPO_URL", COURSE_REPO)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
     importlib.invalidate_caches()
-    print(f"course_utils: installed from {source} (--no-deps: torch and the rest left as they are)")
+    os.environ["COURSE_BOOTSTRAP"] = f"pip:{source}"
 
 from course_utils.setup import setup
 

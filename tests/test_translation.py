@@ -1,6 +1,7 @@
 """The Chinese edition's lessons: catalogues complete and current, code identical, terms consistent.
 
-* every lesson's catalogue (``lessons/zh_CN/NN_*.po``) has a translation for every markdown cell of
+* ``zh/`` holds exactly the lessons ``lessons/zh_CN/edition.toml`` publishes, and each published
+  lesson's catalogue (``lessons/zh_CN/NN_*.po``) has a translation for every markdown cell of
   the lesson as it is now: nothing untranslated, fuzzy or obsolete, and every translation keeps the
   English's inline code, math, link targets, numbers and heading levels, and the glossary's terms;
 * the committed Chinese notebooks are what the lesson and its catalogue generate, and their code
@@ -23,19 +24,27 @@ from tools import authoring, translate
 LESSONS = authoring.lesson_paths()
 
 
-@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+PUBLISHED = translate.published_lessons()
+
+
+def test_zh_holds_exactly_the_published_lessons() -> None:
+    problems = translate.folder_problems()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("lesson", PUBLISHED, ids=[p.stem for p in PUBLISHED])
 def test_catalogue_is_complete_and_current(lesson: Path) -> None:
     problems = translate.catalogue_problems(lesson)
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+@pytest.mark.parametrize("lesson", PUBLISHED, ids=[p.stem for p in PUBLISHED])
 def test_chinese_notebooks_are_generated_from_lesson_and_catalogue(lesson: Path) -> None:
     problems = translate.sync_problems(lesson)
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+@pytest.mark.parametrize("lesson", PUBLISHED, ids=[p.stem for p in PUBLISHED])
 @pytest.mark.parametrize("folder", ["solutions", "notebooks"])
 def test_code_cells_identical_to_english(lesson: Path, folder: str) -> None:
     english = nbformat.read(authoring.ROOT / folder / f"{lesson.stem}.ipynb", as_version=4)

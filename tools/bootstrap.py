@@ -1,7 +1,9 @@
 """The bootstrap: the lines at the top of every lesson's first code cell.
 
-They make ``course_utils`` importable wherever the notebook runs, and say in one line what they
-did:
+They make ``course_utils`` importable wherever the notebook runs, and record what they did in
+``$COURSE_BOOTSTRAP``; ``course_utils.setup.setup()``, called on the same cell's last line, prints it
+as one line in the learner's language (the bootstrap itself runs before ``course_utils`` exists, so it
+cannot translate):
 
 * installed already (``make lab``, Binder's ``postBuild``): nothing to do, no network;
 * a folder above the notebook holds ``course_utils/`` (a JupyterHub after nbgitpuller pulled
@@ -35,21 +37,24 @@ LESSONS = ROOT / "lessons"
 MARKER = "# Makes course_utils importable: installed (laptop, Binder), in a folder above (JupyterHub),"
 
 _TEMPLATE = '''{marker}
-# or installed from the course's repository without touching torch (Colab). Prints what it did.
+# or installed from the course's repository without touching torch (Colab). setup() says which.
 import importlib.util, os, pathlib, subprocess, sys
 COURSE_REPO = "git+{url}"  # a fork: see pyproject.toml [tool.course]
 if importlib.util.find_spec("course_utils"):
-    print("course_utils: already installed, nothing to do")
+    os.environ["COURSE_BOOTSTRAP"] = "installed"
 elif here := next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
                    if (p / "course_utils" / "__init__.py").is_file()), None):
     sys.path.insert(0, str(here))
-    print(f"course_utils: using the course folder {{here}}")
+    os.environ["COURSE_BOOTSTRAP"] = f"folder:{{here}}"
 else:
     source = os.environ.get("COURSE_REPO_URL", COURSE_REPO)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", source], check=True)
     importlib.invalidate_caches()
-    print(f"course_utils: installed from {{source}} (--no-deps: torch and the rest left as they are)")
+    os.environ["COURSE_BOOTSTRAP"] = f"pip:{{source}}"
 '''
+#: How the bootstrap ends, now and before (``with_bootstrap`` replaces either).
+_ENDS = ('    os.environ["COURSE_BOOTSTRAP"] = f"pip:{source}"\n',
+         '(--no-deps: torch and the rest left as they are)")\n')
 
 
 def repository(pyproject: Path = ROOT / "pyproject.toml") -> str:
@@ -70,10 +75,9 @@ def with_bootstrap(lesson_text: str, url: str | None = None) -> str:
         header, _, body = cell.partition("\n")
         if header.strip() != "# %%" and not header.startswith("# %% tags"):
             continue
-        if body.startswith(MARKER):  # replace the old bootstrap: it ends at its last print line
-            end = body.index("(--no-deps: torch and the rest left as they are)\")\n")
-            body = body[end + len("(--no-deps: torch and the rest left as they are)\")\n"):]
-            body = body.lstrip("\n")
+        if body.startswith(MARKER):  # replace the old bootstrap: it ends at its last line
+            end_mark = next(mark for mark in _ENDS if mark in body)
+            body = body[body.index(end_mark) + len(end_mark):].lstrip("\n")
         cells[i] = f"{header}\n{bootstrap_lines(url)}\n{body}"
         return "".join(cells)
     raise ValueError("the lesson has no code cell")

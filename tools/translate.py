@@ -57,6 +57,7 @@ GLOSSARY = CATALOGUES / "glossary.toml"
 ZH = ROOT / "zh"
 ZH_SOLUTIONS = ZH / "solutions"
 ZH_NOTEBOOKS = ZH / "notebooks"
+EDITION = CATALOGUES / "edition.toml"
 #: The one generated cell in which the Chinese notebooks differ from the English code.
 LANGUAGE_TAG = "course-language"
 LANGUAGE_CELL = ('# 中文版：course_utils 的检查结果、提示和诊断用中文显示（删去这一行则恢复英文）。\n'
@@ -260,6 +261,43 @@ def catalogue_problems(lesson: Path) -> list[str]:
     return problems
 
 
+# --------------------------------------------------------------------------- the published lessons
+def edition(path: Path | None = None) -> dict[str, list[str]]:
+    """``lessons/zh_CN/edition.toml``: the published lessons' prefixes and the message areas required."""
+    config = tomllib.loads((path or EDITION).read_text(encoding="utf-8"))
+    return {"published": [str(n) for n in config.get("published", [])],
+            "messages": [str(a) for a in config.get("messages", [])]}
+
+
+def is_published(lesson: Path) -> bool:
+    """Whether the Chinese edition publishes this lesson (listed in ``edition.toml``)."""
+    return lesson.name[:2] in edition()["published"]
+
+
+def published_lessons() -> list[Path]:
+    """The lessons the Chinese edition publishes, in order."""
+    return [lesson for lesson in authoring.lesson_paths() if is_published(lesson)]
+
+
+def message_areas() -> list[str]:
+    """Message catalogues that must be complete: the listed ones and each published lesson's checkers."""
+    config = edition()
+    return config["messages"] + [f"checks_nb{n}" for n in config["published"]]
+
+
+def folder_problems() -> list[str]:
+    """Chinese notebooks in zh/ for a lesson that is not published (or a published one missing)."""
+    want = {lesson.stem for lesson in published_lessons()}
+    problems = []
+    for folder in (ZH_SOLUTIONS, ZH_NOTEBOOKS):
+        have = {path.stem for path in folder.glob("*.ipynb")} if folder.exists() else set()
+        problems += [f"zh/{folder.name}/{stem}.ipynb: the lesson is not published (lessons/{LOCALE}/edition.toml); "
+                     f"delete it or publish the lesson" for stem in sorted(have - want)]
+        problems += [f"zh/{folder.name}/{stem}.ipynb is missing: run `python -m tools.translate build {stem[:2]}`"
+                     for stem in sorted(want - have)]
+    return problems
+
+
 # --------------------------------------------------------------------------- notebooks
 def translations(lesson: Path) -> dict[str, str]:
     """msgid -> msgstr of a ready catalogue; :class:`TranslationError` naming the cells otherwise."""
@@ -367,6 +405,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             problems += catalogue_problems(lesson)
         elif args.command == "sync":
             problems += sync_problems(lesson)
+        elif not is_published(lesson):
+            print(f"{lesson.stem}: not published in Chinese yet (lessons/{LOCALE}/edition.toml): skipped")
         else:
             try:
                 for path in build(lesson, run=args.command == "build"):
