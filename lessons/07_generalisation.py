@@ -248,8 +248,8 @@ confirm(ups >= 2 and baseline[-1]["train_loss"] < 0.1,
 #
 # - over the second half of the run, the validation loss no longer falls steadily but goes up and
 #   down (the range and the count of rises are printed above);
-# - its lowest value comes in the middle of the run (the epoch is printed above), and the last
-#   epochs are above it;
+# - its lowest value comes before the end (the epoch is printed above), and the last epoch is
+#   above it;
 # - validation accuracy stays near its best value, less than half the training accuracy.
 #
 # The model keeps getting more confident on the training images without getting better on new ones.
@@ -551,13 +551,12 @@ noisy = [measure(augment_model, torch.stack([augment(image) for image in val_ima
 clean = measure(augment_model, val_inputs, val_labels)[1]
 print(f"validation accuracy with the random training transform: {noisy[0]:.1%}, then {noisy[1]:.1%}; "
       f"with the plain transform: {clean:.1%} (every time)")
-confirm(noisy[0] != noisy[1] and clean not in noisy,
-        "validation with the random transform gives a different score each time, and not the plain one")
+confirm(noisy[0] != noisy[1], "validation with the random transform gives a different score each time")
 
 # %% [markdown]
-# The two random measurements of the same model disagree with each other and with the plain one.
-# (Whether they land above or below it varies from run to run.) Comparing two models (or two epochs,
-# for early stopping) on them compares noise.
+# The two random measurements of the same model disagree with each other (checked by the cell).
+# Each may land above, below or, by chance, on the plain score; that varies from run to run.
+# Comparing two models (or two epochs, for early stopping) on them compares noise.
 #
 # **Fix:** two pipelines. The random one is for the training split only; the deterministic one is
 # for validation and test.
@@ -676,12 +675,13 @@ confirm([row["val_loss"] for row in stopped] == [row["val_loss"] for row in base
 
 # %% [markdown]
 # Same initialisation, same batches: this run repeats the baseline's epochs (checked by the cell).
-# So it stops where the replay said patience 2 would: after epoch 3, `patience` epochs after its best
-# one, well before `MAX_EPOCHS`. The model handed back is the best epoch's, not the last one's.
+# So it stops where the replay said patience 2 would: `patience` epochs after its best one, well
+# before `MAX_EPOCHS`. The model handed back is the best epoch's, not the last one's.
 #
-# That best epoch is epoch 1, and its validation accuracy (printed) is at chance. The mechanism
-# worked; the patience was too short for this noisy validation loss. With `patience=3` the same run
-# would stop after epoch 10 and hand back epoch 7's weights (the replay's last line).
+# Whether 2 epochs of patience are enough depends on how noisy the first epochs' validation losses
+# are, and that varies with the machine's float arithmetic. If the best epoch is one of the first,
+# the model handed back is barely trained: the mechanism worked, the patience was too short. The
+# replay above shows which patience reaches the later minimum.
 #
 # Early stopping picks a point on the curve; it does not move the curve. And since the validation
 # split chose the epoch, its score is no longer a fair estimate for new data: report the final score
@@ -828,8 +828,8 @@ confirm(all(abs(shift) < 2 * noise_of_difference for shift in shifts.values()),
 # - weight decay and Dropout move the baseline's validation accuracy by a few points at most: less
 #   than two standard errors of a difference between two accuracies measured on 400 images, so not
 #   distinguishable from noise (checked);
-# - early stopping hands back the best epoch's model instead of the last one's (here epoch 1, at
-#   chance: its small gap only says where it stopped);
+# - early stopping hands back the best epoch's model instead of the last one's (its gap only says
+#   where it stopped);
 # - the warm-up did not help here.
 #
 # None of them turns 300 images into 3,000. Notebook 06 reached over 90 % validation accuracy with
