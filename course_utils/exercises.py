@@ -1168,7 +1168,7 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
     except KeyError:
         known = list_exercises()
         close = difflib.get_close_matches(str(exercise_id), known, n=3)
-        suggestion = " " + t("Did you mean {close}?", close=", ".join(close)) if close else ""
+        suggestion = t(" Did you mean {close}?", close=", ".join(close)) if close else ""
         return CheckResult(str(exercise_id), "fail",
                            t("[FAIL] unknown exercise id {exercise_id}.{suggestion} Known ids: {known}",
                              exercise_id=repr(exercise_id), suggestion=suggestion, known=", ".join(known)))
