@@ -569,6 +569,12 @@ class _RanInTraining(str):
     """What changed in a module's running statistics because it ran in training mode (any language)."""
 
 
+def _inside(index: object, what: str) -> str:
+    """What changed at ``[index]`` of a container (still marked when it is a module's running statistics)."""
+    text = t("[{index}]: {what}", index=index, what=what)
+    return _RanInTraining(text) if isinstance(what, _RanInTraining) else text
+
+
 #: buffers that a forward pass in training mode updates (BatchNorm's running statistics)
 _RUNNING_STATS = {"running_mean", "running_var", "num_batches_tracked"}
 
@@ -627,7 +633,7 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
         for key, snap in before[2].items():
             what = _changed(snap, value[key], depth + 1)
             if what is not None:
-                return f"[{key!r}]: {what}"
+                return _inside(repr(key), what)
         return None
     if kind in ("list", "tuple"):
         if len(value) != before[1]:
@@ -638,7 +644,7 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
                 return t("[{index}]: it was replaced by another object", index=index)
             what = _changed(snap, value[index], depth + 1)
             if what is not None:
-                return f"[{index}]: {what}"
+                return _inside(index, what)
         return None
     if kind == "copy":
         return None if value == before[1] else t("its contents changed")
