@@ -166,11 +166,10 @@ class CheckResult:
             line = line.strip()
             if not line:
                 continue
-            for separator in (": ", "："):
-                name, colon, body = line.partition(separator)
-                if colon and (name.startswith(hint_word) or name == task_word):
-                    break
-            if colon and (name.startswith(hint_word) or name == task_word):
+            labelled = [(name, colon, body) for name, colon, body in (line.partition(": "), line.partition("："))
+                        if colon and (name.startswith(hint_word) or name == task_word)]
+            if labelled:   # "Hint (name): ..." / "提示（name）：...": the label ends at the first separator
+                name, colon, body = min(labelled, key=lambda item: len(item[0]))
                 parts.append(f'<div style="{text_style} margin-top: 4px;"><b>{html.escape(name)}'
                              f'{colon.strip()}</b> {html.escape(body)}</div>')
             else:
