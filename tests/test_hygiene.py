@@ -155,3 +155,21 @@ def test_no_test_plumbing_in_sight(path: Path) -> None:
         assert not bare, (f"code cell {index}, line {bare[0]}: a bare assert; state the claim with "
                           f"course_utils.claims.confirm(condition, 'what the text claims'), or tag the cell "
                           f"assert-is-the-lesson when the assert itself is taught")
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=nb_id)
+def test_saved_progress_bars_read_as_they_ended(path: Path) -> None:
+    """N-13: a tqdm bar's saved text (what GitHub and nbconvert show) is its final state, not "0/188"."""
+    from tools.authoring import WIDGET_MIME, WIDGET_STATE_MIME, progress_text
+
+    nb = nbformat.read(path, as_version=4)
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE_MIME, {}).get("state", {})
+    stale = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_MIME in data:
+                final = progress_text(state, data[WIDGET_MIME]["model_id"])
+                if final is not None and data.get("text/plain") != final:
+                    stale.append(f"cell {index}: saved {data.get('text/plain')!r}, ended {final!r}")
+    assert not stale, "rebuild the notebook (tools.authoring build): " + "; ".join(stale)

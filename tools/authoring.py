@@ -261,6 +261,7 @@ def scrub_outputs(nb: Any, name: str) -> Any:
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
     replacements = _path_replacements()
     views: list[tuple[str, str]] = []  # (nbclient's model id, the stable one) of every widget output
+    raw_state = nb.metadata.get("widgets", {}).get(WIDGET_STATE_MIME, {})
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
@@ -283,6 +284,9 @@ def scrub_outputs(nb: Any, name: str) -> Any:
                         data[mime] = clean(data[mime])
                 if WIDGET_MIME in data:  # a random id per run: a stable one instead (and in the state)
                     old_id = data[WIDGET_MIME].get("model_id", "")
+                    final = progress_text(raw_state.get("state", {}), old_id)
+                    if final is not None and "text/plain" in data:  # static views show the bar as it ended
+                        data["text/plain"] = clean(final)
                     new_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{name}#{index}.{number}").hex
                     data[WIDGET_MIME]["model_id"] = new_id
                     views.append((old_id, new_id))
@@ -290,6 +294,35 @@ def scrub_outputs(nb: Any, name: str) -> Any:
     if state.get("state") and views:
         nb.metadata["widgets"] = {WIDGET_STATE_MIME: stable_widget_state(state, views, name, clean)}
     return nb
+
+
+def progress_text(state: dict, model_id: str) -> str | None:
+    """The text form of a tqdm notebook bar as it ended, from the saved widget state; None if not one.
+
+    A notebook's saved ``text/plain`` of a tqdm bar is its form when first displayed ("0/188"), which
+    is what GitHub, nbconvert and a kernel-less viewer show; the saved state holds how it ended.
+
+    >>> state = {"b": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_l", "IPY_MODEL_p", "IPY_MODEL_r"]}},
+    ...          "l": {"model_name": "HTMLModel", "state": {"value": "CNN:\u2007100%"}},
+    ...          "p": {"model_name": "FloatProgressModel", "state": {"value": 188, "max": 188}},
+    ...          "r": {"model_name": "HTMLModel", "state": {"value": "\u2007188/188\u2007[00:10&lt;00:00]"}}}
+    >>> progress_text(state, "b")
+    'CNN: 100%|##########| 188/188 [00:10<00:00]'
+    """
+    import html
+
+    box = state.get(model_id, {})
+    children = [c.removeprefix("IPY_MODEL_") for c in box.get("state", {}).get("children", [])]
+    if box.get("model_name") != "HBoxModel" or len(children) != 3:
+        return None
+    left, bar, right = (state.get(c, {}) for c in children)
+    if [m.get("model_name") for m in (left, bar, right)] != ["HTMLModel", "FloatProgressModel", "HTMLModel"]:
+        return None
+    value, top = bar["state"].get("value") or 0, bar["state"].get("max") or 0
+    filled = int(10 * value / top) if top else 0
+    text = (f"{html.unescape(left['state'].get('value', ''))}|{'#' * filled}{' ' * (10 - filled)}|"
+            f"{html.unescape(right['state'].get('value', ''))}")
+    return text.replace("\u2007", " ")
 
 
 def stable_widget_state(state: dict, views: list[tuple[str, str]], name: str, clean: Any = None) -> dict:
