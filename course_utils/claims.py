@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 __all__ = ["ClaimNotShown", "confirm"]
 
 
@@ -26,10 +28,9 @@ class ClaimNotShown(AssertionError):
 def confirm(condition: object, claim: str) -> None:
     """Raise :class:`ClaimNotShown` naming ``claim`` unless ``condition`` is true; otherwise do nothing."""
     if not isinstance(claim, str) or not claim.strip():
-        raise TypeError(f"confirm(condition, claim): claim must be a sentence, found {claim!r}")
+        raise TypeError(t("confirm(condition, claim): claim must be a sentence, found {claim}", claim=repr(claim)))
     if not condition:
-        raise ClaimNotShown(
-            f"This run did not show what the text says: {claim}. Measurements vary with the machine and "
-            f"its load: run the cell again; if it keeps failing on a quiet machine, the text is wrong for "
-            f"your machine (tell the course maintainers which one)."
-        )
+        raise ClaimNotShown(t(
+            "This run did not show what the text says: {claim}. Measurements vary with the machine and "
+            "its load: run the cell again; if it keeps failing on a quiet machine, the text is wrong for "
+            "your machine (tell the course maintainers which one).", claim=claim))

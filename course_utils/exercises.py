@@ -82,6 +82,8 @@ from typing import Any, Callable, Iterator, Literal
 import torch
 from torch import nn
 
+from course_utils.i18n import t, tn
+
 Status = Literal["ok", "fail", "todo"]
 
 #: A case factory returns (args, kwargs); it is called anew for every run.
@@ -96,6 +98,9 @@ _COLOURS: dict[str, tuple[str, str, str]] = {  # status -> (border/badge, backgr
 }
 _EXPECTED_FOUND = re.compile(r"^(?P<before>.*?)\bexpected (?P<expected>.+?),? (?:but )?found (?P<found>.+)$",
                              re.DOTALL)
+#: The same in Chinese: "应为 X，实际为 Y" (the framework's and the checkers' wording).
+_EXPECTED_FOUND_ZH = re.compile(r"^(?P<before>.*?)应为\s*(?P<expected>.+?)，\s*实际为\s*(?P<found>.+)$", re.DOTALL)
+_HEAD_SEPARATOR = re.compile(r": |：")
 
 
 @dataclass
@@ -131,9 +136,8 @@ class CheckResult:
         first, *rest = self.message.split("\n")
         tag = f"[{badge}]"
         head = first[len(tag):].lstrip() if first.startswith(tag) else first
-        label, sep, detail = head.partition(": ")
-        if not sep:
-            label, detail = "", head
+        split = _HEAD_SEPARATOR.search(head)
+        label, detail = (head[:split.start()], head[split.end():]) if split else ("", head)
         text_style = "white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;"
         parts = [
             f'<div class="course-check course-check-{html.escape(self.status)}" style="border-left: 6px solid '
@@ -143,28 +147,31 @@ class CheckResult:
             f'border-radius: 3px; font-family: monospace;">{html.escape(tag)}</span> '
             f'<code style="background: transparent;">{html.escape(label)}</code></div>',
         ]
-        match = _EXPECTED_FOUND.match(detail)
+        match = _EXPECTED_FOUND.match(detail) or _EXPECTED_FOUND_ZH.match(detail)
         if match and self.status == "fail":
             before = match.group("before").strip()
             if before:
                 parts.append(f'<div style="{text_style}">{html.escape(before)}</div>')
             parts.append(
                 '<table style="border-collapse: collapse; margin: 4px 0;">'
-                f'<tr><td style="padding: 0 8px 0 0; vertical-align: top;"><b>expected</b></td>'
+                f'<tr><td style="padding: 0 8px 0 0; vertical-align: top;"><b>{html.escape(t("expected"))}</b></td>'
                 f'<td style="{text_style} font-family: monospace;">{html.escape(match.group("expected"))}</td></tr>'
-                f'<tr><td style="padding: 0 8px 0 0; vertical-align: top;"><b>found</b></td>'
+                f'<tr><td style="padding: 0 8px 0 0; vertical-align: top;"><b>{html.escape(t("found"))}</b></td>'
                 f'<td style="{text_style} font-family: monospace;">{html.escape(match.group("found"))}</td></tr>'
                 '</table>')
         elif detail:
             parts.append(f'<div style="{text_style}">{html.escape(detail)}</div>')
+        hint_word, task_word = t("Hint"), t("Task")
         for line in rest:
             line = line.strip()
             if not line:
                 continue
-            name, colon, body = line.partition(": ")
-            if colon and (name.startswith("Hint") or name == "Task"):
-                parts.append(f'<div style="{text_style} margin-top: 4px;"><b>{html.escape(name)}:</b> '
-                             f'{html.escape(body)}</div>')
+            labelled = [(name, colon, body) for name, colon, body in (line.partition(": "), line.partition("："))
+                        if colon and (name.startswith(hint_word) or name == task_word)]
+            if labelled:   # "Hint (name): ..." / "提示（name）：...": the label ends at the first separator
+                name, colon, body = min(labelled, key=lambda item: len(item[0]))
+                parts.append(f'<div style="{text_style} margin-top: 4px;"><b>{html.escape(name)}'
+                             f'{colon.strip()}</b> {html.escape(body)}</div>')
             else:
                 parts.append(f'<div style="{text_style} margin-top: 4px;">{html.escape(line)}</div>')
         parts.append("</div>")
@@ -333,21 +340,21 @@ def _stub_words(func: Callable[..., Any]) -> str:
         node = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                     and n.name == getattr(func, "__name__", ""))
     except (OSError, TypeError, SyntaxError, IndentationError, StopIteration):
-        return "the placeholder"
+        return t("the placeholder")
     body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
                                          and isinstance(n.value.value, str))]
     for statement in body:
         if isinstance(statement, ast.Raise):
-            return "the `raise NotImplementedError`"
+            return t("the `raise NotImplementedError`")
         if isinstance(statement, ast.Return):
-            return "the `return ...`"
+            return t("the `return ...`")
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-            return "the `...`"
+            return t("the `...`")
         if isinstance(statement, ast.Pass):
-            return "the `pass`"
+            return t("the `pass`")
     if isinstance(node, ast.Lambda) or not body:
-        return "the placeholder" if body else "the docstring-only body"
-    return "the placeholder"
+        return t("the placeholder") if body else t("the docstring-only body")
+    return t("the placeholder")
 
 
 def is_stub(func: Callable[..., Any]) -> bool:
@@ -563,6 +570,16 @@ def _snapshot(value: Any, depth: int = 0, identity: bool = True) -> Any:
     return ("opaque", None)
 
 
+class _RanInTraining(str):
+    """What changed in a module's running statistics because it ran in training mode (any language)."""
+
+
+def _inside(index: object, what: str) -> str:
+    """What changed at ``[index]`` of a container (still marked when it is a module's running statistics)."""
+    text = t("[{index}]: {what}", index=index, what=what)
+    return _RanInTraining(text) if isinstance(what, _RanInTraining) else text
+
+
 #: buffers that a forward pass in training mode updates (BatchNorm's running statistics)
 _RUNNING_STATS = {"running_mean", "running_var", "num_batches_tracked"}
 
@@ -573,81 +590,87 @@ def _changed(before: Any, value: Any, depth: int = 0) -> str | None:
     if kind == "tensor":
         shape, dtype, requires_grad, data, (strides, device) = before[1]
         if not isinstance(value, torch.Tensor):
-            return "it was replaced"
+            return t("it was replaced")
         if tuple(value.shape) != shape or value.dtype != dtype:
-            return f"its shape/dtype changed from {shape}/{dtype} to {tuple(value.shape)}/{value.dtype}"
+            return t("its shape/dtype changed from {shape}/{dtype} to {new_shape}/{new_dtype}", shape=shape,
+                     dtype=dtype, new_shape=tuple(value.shape), new_dtype=value.dtype)
         if value.device != device:
-            return f"it was moved from {device} to {value.device}"
+            return t("it was moved from {device} to {new_device}", device=device, new_device=value.device)
         if data is not None and not _same_values(value.detach(), data):
-            return "its values changed"
+            return t("its values changed")
         if value.requires_grad != requires_grad:
-            return f"its requires_grad changed to {value.requires_grad}"
+            return t("its requires_grad changed to {value}", value=value.requires_grad)
         if strides is not None and _layout(value)[0] != strides:
-            return f"its memory layout (strides) changed from {strides} to {_layout(value)[0]}"
+            return t("its memory layout (strides) changed from {strides} to {new_strides}", strides=strides,
+                     new_strides=_layout(value)[0])
         return None
     if kind == "module":
         now = {name: t for name, t in value.state_dict(keep_vars=True).items() if isinstance(t, torch.Tensor)}
         if set(now) != set(before[1]):
-            return "its parameters/buffers were replaced or renamed"
+            return t("its parameters/buffers were replaced or renamed")
         for name, snap in before[1].items():
             what = _changed(("tensor", snap), now[name])
             if what is not None and name.rsplit(".", 1)[-1] in _RUNNING_STATS:
-                return f"`{name}`: {what}, because it ran in training mode"
+                return _RanInTraining(t("`{name}`: {what}, because it ran in training mode", name=name, what=what))
             if what is not None:
-                return f"`{name}`: {what}"
+                return t("`{name}`: {what}", name=name, what=what)
         for name, original in before[2].items():
             if now[name] is not original and isinstance(original, nn.Parameter):
-                return (f"`{name}`: it was replaced by a new tensor object (an optimizer or another module "
-                        f"holding the old one no longer sees it)")
+                return t("`{name}`: it was replaced by a new tensor object (an optimizer or another module "
+                         "holding the old one no longer sees it)", name=name)
         ties = _aliasing(now)
         for name, first in before[3].items():
             if ties[name] != first:
-                was = f"shared its memory with `{first}`" if first != name else "had its own memory"
-                return f"`{name}`: the weight tie changed (it {was}; change values in place, keep the objects)"
+                if first != name:
+                    return t("`{name}`: the weight tie changed (it shared its memory with `{first}`; change values "
+                             "in place, keep the objects)", name=name, first=first)
+                return t("`{name}`: the weight tie changed (it had its own memory; change values in place, keep "
+                         "the objects)", name=name)
         return None
     if kind == "state":
-        return None if _changed(before[1], _state_of(value), depth + 1) is None else "its state changed"
+        return None if _changed(before[1], _state_of(value), depth + 1) is None else t("its state changed")
     if kind == "value":
         same = value == before[1] or (isinstance(value, float) and value != value and before[1] != before[1])
-        return None if type(value) is type(before[1]) and same else "it was replaced"
+        return None if type(value) is type(before[1]) and same else t("it was replaced")
     if kind == "dict":
         if not isinstance(value, dict) or len(value) != before[1] or not set(before[2]) <= set(value):
-            return "its keys changed"
+            return t("its keys changed")
         for key, snap in before[2].items():
             what = _changed(snap, value[key], depth + 1)
             if what is not None:
-                return f"[{key!r}]: {what}"
+                return _inside(repr(key), what)
         return None
     if kind in ("list", "tuple"):
         if len(value) != before[1]:
-            return f"its length changed from {before[1]} to {len(value)}"
+            return t("its length changed from {before} to {now}", before=before[1], now=len(value))
         originals = before[3] if before[3] is not None else [None] * len(before[2])
         for index, (snap, original) in enumerate(zip(before[2], originals)):
             if before[3] is not None and value[index] is not original and snap[0] not in ("value",):
-                return f"[{index}]: it was replaced by another object"
+                return t("[{index}]: it was replaced by another object", index=index)
             what = _changed(snap, value[index], depth + 1)
             if what is not None:
-                return f"[{index}]: {what}"
+                return _inside(index, what)
         return None
     if kind == "copy":
-        return None if value == before[1] else "its contents changed"
+        return None if value == before[1] else t("its contents changed")
     if kind == "ndarray":
         import numpy as np
         if not isinstance(value, np.ndarray):
-            return "it was replaced"
+            return t("it was replaced")
         if value.dtype != before[2] or value.shape != before[1].shape:
-            return f"its dtype/shape changed from {before[2]}/{before[1].shape} to {value.dtype}/{value.shape}"
+            return t("its dtype/shape changed from {dtype}/{shape} to {new_dtype}/{new_shape}", dtype=before[2],
+                     shape=before[1].shape, new_dtype=value.dtype, new_shape=value.shape)
         if not np.array_equal(value, before[1], equal_nan=value.dtype.kind in "fc"):
-            return "its values changed"
+            return t("its values changed")
         if value.strides != before[3] or value.flags.writeable != before[4]:
-            return "its memory layout or writeable flag changed"
+            return t("its memory layout or writeable flag changed")
         return None
     if kind == "pil":
         try:
             same = (value.mode, value.size, value.tobytes()) == before[1:]
         except Exception:
             same = False
-        return None if same else "the image changed (its mode, size or pixels)"
+        return None if same else t("the image changed (its mode, size or pixels)")
     return None
 
 
@@ -711,17 +734,17 @@ def _restore_global(name: str, value: Any) -> None:
 
 def _global_message(name: str, before: Any, now: Any) -> str:
     if name == "grad" and before:
-        return ("grad mode was left off: use `with torch.no_grad():` (or `torch.inference_mode()`) "
-                "instead of `torch.set_grad_enabled(False)`, so it switches back on by itself")
+        return t("grad mode was left off: use `with torch.no_grad():` (or `torch.inference_mode()`) "
+                 "instead of `torch.set_grad_enabled(False)`, so it switches back on by itself")
     if name == "grad":
-        return "grad mode was left on: use `with torch.enable_grad():` around the part that needs it"
+        return t("grad mode was left on: use `with torch.enable_grad():` around the part that needs it")
     if name == "inference":
-        return "inference mode was left on: use it as a block, `with torch.inference_mode():`"
+        return t("inference mode was left on: use it as a block, `with torch.inference_mode():`")
     if name == "anomaly":
-        return ("anomaly detection was left changed: use `with torch.autograd.detect_anomaly():` "
-                "instead of `torch.autograd.set_detect_anomaly(...)`")
-    return (f"the default dtype was left changed from {before} to {now}: pass `dtype=` to the tensors you "
-            f"create instead of calling `torch.set_default_dtype`")
+        return t("anomaly detection was left changed: use `with torch.autograd.detect_anomaly():` "
+                 "instead of `torch.autograd.set_detect_anomaly(...)`")
+    return t("the default dtype was left changed from {before} to {now}: pass `dtype=` to the tensors you "
+             "create instead of calling `torch.set_default_dtype`", before=before, now=now)
 
 
 def _argument_names(reference: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -778,9 +801,9 @@ def _copy_hint(name: str, value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"`{name}.clone()`"
     if isinstance(value, dict):
-        return f"a new dict, `{{k: ... for k, v in {name}.items()}}`"
+        return t("a new dict, `{{k: ... for k, v in {name}.items()}}`", name=name)
     if isinstance(value, list):
-        return f"a new list, `[... for item in {name}]`"
+        return t("a new list, `[... for item in {name}]`", name=name)
     if isinstance(value, nn.Module):
         return f"`copy.deepcopy({name})`"
     if type(value).__module__ == "numpy":
@@ -831,7 +854,7 @@ class _Watch:
 
     def _owner_label(self, owner: Any) -> str:
         if owner is nn.modules.module:
-            return "every module (a global hook)"
+            return t("every module (a global hook)")
         for name, value in self.named:
             for item in _walk(value):
                 if item is owner:
@@ -843,7 +866,7 @@ class _Watch:
                     for p_name, p in item.named_parameters():
                         if p is owner:
                             return f"`{name}.{p_name}`"
-        return "a tensor"
+        return t("a tensor")
 
 
 def _flag_problem(name: str, now: list[tuple[str, bool]], want: list[tuple[str, bool]]) -> str | None:
@@ -852,9 +875,10 @@ def _flag_problem(name: str, now: list[tuple[str, bool]], want: list[tuple[str, 
         if flag != wanted:
             where = f"`{name}.{sub}`" if sub else f"`{name}`"
             mode, wanted_mode = ("train" if flag else "eval"), ("train" if wanted else "eval")
-            return (f"{where} was left in {mode} mode, but the task leaves `{name}` (every submodule) in "
-                    f"{wanted_mode} mode: call `{name}.{wanted_mode}()` on the whole model, and do not switch it "
-                    f"back or change a submodule afterwards")
+            return t("{where} was left in {mode} mode, but the task leaves `{name}` (every submodule) in "
+                     "{wanted_mode} mode: call `{name}.{wanted_mode}()` on the whole model, and do not switch it "
+                     "back or change a submodule afterwards", where=where, mode=mode, name=name,
+                     wanted_mode=wanted_mode)
     return None
 
 
@@ -870,8 +894,9 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
     if changes.hooks and not keeps_hooks:
         where = ", ".join(changes.hooks)
         count = sum(changes.hooks.values())
-        problems.append(f"{count} hook(s) were left registered on {where}: keep the handles that "
-                        f"`register_..._hook` returns and call `handle.remove()` in a `finally:` block")
+        problems.append(t("{count} hook(s) were left registered on {where}: keep the handles that "
+                          "`register_..._hook` returns and call `handle.remove()` in a `finally:` block",
+                          count=count, where=where))
     for name, want in (wanted_flags or {}).items():
         problem = _flag_problem(name, changes.final_flags.get(name, []), want)
         if problem:
@@ -881,18 +906,20 @@ def _problems(changes: _Changes, allowed: set[str], allowed_globals: set[str], k
             continue
         if name not in allowed_flags:
             now = "eval" if was == "train" else "train"
-            problems.append(f"`{name}` was left in {now} mode (it came in {was} mode): remember "
-                            f"`was_training = {name}.training` and call `{name}.train(was_training)` at the end")
+            problems.append(t("`{name}` was left in {now} mode (it came in {was} mode): remember "
+                              "`was_training = {name}.training` and call `{name}.train(was_training)` at the end",
+                              name=name, now=now, was=was))
     for name, what in changes.arguments.items():
         if name not in allowed:
-            if what.endswith("because it ran in training mode"):
-                problems.append(f"your function modified its input `{name}` in place ({what}): call "
-                                f"`{name}.eval()` before running it, so BatchNorm uses its running statistics "
-                                f"instead of updating them")
+            if isinstance(what, _RanInTraining):
+                problems.append(t("your function modified its input `{name}` in place ({what}): call "
+                                  "`{name}.eval()` before running it, so BatchNorm uses its running statistics "
+                                  "instead of updating them", name=name, what=what))
                 continue
             copy_hint = changes.copies.get(name, f"`{name}.clone()`")
-            problems.append(f"your function modified its input `{name}` in place ({what}); "
-                            f"work on a copy (e.g. {copy_hint}) or use out-of-place operations")
+            problems.append(t("your function modified its input `{name}` in place ({what}); "
+                              "work on a copy (e.g. {copy_hint}) or use out-of-place operations",
+                              name=name, what=what, copy_hint=copy_hint))
     return problems
 
 
@@ -918,7 +945,7 @@ def plain_text(text: str) -> str:
     'ONNX Runtime refused the call (INVALID_ARGUMENT): Got invalid dimensions'
     """
     text = _ANSI.sub("", str(text))
-    return _ORT_PREFIX.sub(lambda m: f"ONNX Runtime refused the call ({m.group('code')}): ", text)
+    return _ORT_PREFIX.sub(lambda m: t("ONNX Runtime refused the call ({code}): ", code=m.group("code")), text)
 
 
 def _describe_exception(exc: BaseException) -> str:
@@ -927,9 +954,10 @@ def _describe_exception(exc: BaseException) -> str:
     for frame in reversed(frames):  # the learner's own line: skip course_utils, torch, libraries
         if _learner_frame(frame):
             line = (frame.line or "").strip()
-            where = f" (in `{line}`)" if line else ""
+            where = line
             break
-    return plain_text(f"{type(exc).__name__}: {exc}{where}")
+    error = f"{type(exc).__name__}: {exc}"
+    return plain_text(t("{error} (in `{line}`)", error=error, line=where) if where else error)
 
 
 def _own_not_implemented(exc: BaseException) -> bool:
@@ -984,7 +1012,8 @@ def _reference_run(ex: Exercise, factory: CaseFactory, stand_in: bool = True) ->
 
 def _timeout_message(ex: Exercise, seconds: float | None = None) -> str:
     seconds = ex.time_limit if seconds is None else seconds
-    return f"your function did not finish within {seconds:g} s: is there a loop that never ends?"
+    return t("your function did not finish within {seconds} s: is there a loop that never ends?",
+             seconds=f"{seconds:g}")
 
 
 def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _Run:
@@ -1003,10 +1032,10 @@ def _run_case(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _
         if _own_not_implemented(exc):
             run.todo = True
         else:
-            run.problem = f"your function raised {_describe_exception(exc)}"
+            run.problem = t("your function raised {error}", error=_describe_exception(exc))
     except Exception as exc:  # the learner's code raised: report it, never a traceback
         run.error = exc
-        run.problem = f"your function raised {_describe_exception(exc)}"
+        run.problem = t("your function raised {error}", error=_describe_exception(exc))
     finally:
         run.changes = watch.finish()
     if run.error is None and run.output is Ellipsis:
@@ -1025,13 +1054,22 @@ def _judge(ex: Exercise, run: _Run, ref: _Reference) -> None:
     problems = _problems(run.changes, ref.allowed, ref.allowed_globals, ref.keeps_hooks, ref.allowed_flags,
                          ref.wanted_flags)
     if run.output is None and ex.returns and ref.output is not None:
-        problems.insert(0, "your function returned None: did you forget `return`?")
+        problems.insert(0, t("your function returned None: did you forget `return`?"))
     try:
         with run.changes.as_left():
             verified = ex.verify(run.output, ref.output, run.args, run.kwargs)
     except Exception as exc:  # an unexpected type slipped past verify: say what it was
-        verified = f"could not compare your result ({type(run.output).__name__}) with the expected one: {exc}"
-    run.problem = "; ".join(problems) if problems else verified
+        verified = t("could not compare your result ({kind}) with the expected one: {error}",
+                     kind=type(run.output).__name__, error=exc)
+    run.problem = _joined(problems) if problems else verified
+
+
+def _joined(problems: list[str]) -> str:
+    """Several problem sentences as one ("a; b"; in Chinese "a；b")."""
+    text = problems[0]
+    for problem in problems[1:]:
+        text = t("{first}; {then}", first=text, then=problem)
+    return text
 
 
 def _evaluate(ex: Exercise, func: Callable[..., Any], factory: CaseFactory) -> _Run:
@@ -1093,24 +1131,25 @@ def _run_candidate(ex: Exercise, candidate: Callable[..., Any]) -> tuple[Status,
             return "fail", _timeout_message(ex, ex.inspect_time_limit), None
         if problem:
             # an inspection that names its own hint needs no second one
-            return "fail", problem, None if "Hint (" in problem else _inspected_mistake(ex, problem)
+            named = "Hint (" in problem or "提示（" in problem   # its own hint, in English or Chinese
+            return "fail", problem, None if named else _inspected_mistake(ex, problem)
     for number, factory in enumerate(ex.cases, start=1):
         run = _evaluate(ex, candidate, factory)
         if run.todo:
             run.changes.restore_local()
             if isinstance(run.error, NotImplementedError):
-                raise _Todo("the `raise NotImplementedError`")
-            raise _Todo("the `...` your function returns")
+                raise _Todo(t("the `raise NotImplementedError`"))
+            raise _Todo(t("the `...` your function returns"))
         if run.problem is None:
             run.changes.restore_local()
             continue
         mistake = _matching_mistake(ex, run, factory)
         run.changes.restore_local()
         if run.error is not None and not isinstance(run.error, _Timeout):
-            return "fail", f"on test case {number} {run.problem}", mistake
-        return "fail", f"on test case {number}: {run.problem}", mistake
+            return "fail", t("on test case {number} {problem}", number=number, problem=run.problem), mistake
+        return "fail", t("on test case {number}: {problem}", number=number, problem=run.problem), mistake
     count = len(ex.cases)
-    return "ok", f"passed {count} test case{'' if count == 1 else 's'}", None
+    return "ok", tn("passed {n} test case", "passed {n} test cases", count), None
 
 
 @contextmanager
@@ -1143,30 +1182,33 @@ def check(exercise_id: str, candidate: Callable[..., Any]) -> CheckResult:
     except KeyError:
         known = list_exercises()
         close = difflib.get_close_matches(str(exercise_id), known, n=3)
-        suggestion = f" Did you mean {', '.join(close)}?" if close else ""
+        suggestion = t(" Did you mean {close}?", close=", ".join(close)) if close else ""
         return CheckResult(str(exercise_id), "fail",
-                           f"[FAIL] unknown exercise id {exercise_id!r}.{suggestion} "
-                           f"Known ids: {', '.join(known)}")
+                           t("[FAIL] unknown exercise id {exercise_id}.{suggestion} Known ids: {known}",
+                             exercise_id=repr(exercise_id), suggestion=suggestion, known=", ".join(known)))
     if not callable(candidate):
         return CheckResult(exercise_id, "fail",
-                           f"[FAIL] {exercise_id}: expected a function, found "
-                           f"{type(candidate).__name__} {candidate!r:.60}. Pass the function "
-                           f"itself, without calling it: check({exercise_id!r}, my_function)")
+                           t("[FAIL] {exercise_id}: expected a function, found {kind} {value}. Pass the function "
+                             "itself, without calling it: check({exercise_id_repr}, my_function)",
+                             exercise_id=exercise_id, kind=type(candidate).__name__, value=f"{candidate!r:.60}",
+                             exercise_id_repr=repr(exercise_id)))
     try:
         with _one_thread():
             status, detail, mistake = _run_candidate(ex, candidate)
     except _Todo as todo:
         what = todo.args[0] if todo.args else _stub_words(candidate)
         return CheckResult(exercise_id, "todo",
-                           f"[TODO] {exercise_id}: not attempted yet. Task: {ex.task}\n"
-                           f"  Replace {what} with your code and run the cell again.")
+                           t("[TODO] {exercise_id}: not attempted yet. Task: {task}\n"
+                             "  Replace {what} with your code and run the cell again.",
+                             exercise_id=exercise_id, task=t(ex.task), what=what))
     if status == "ok":
-        return CheckResult(exercise_id, "ok", f"[OK] {exercise_id}: {detail}.")
-    lines = [f"[FAIL] {exercise_id}: {plain_text(detail)}"]
+        return CheckResult(exercise_id, "ok", t("[OK] {exercise_id}: {detail}.", exercise_id=exercise_id,
+                                                detail=detail))
+    lines = [t("[FAIL] {exercise_id}: {detail}", exercise_id=exercise_id, detail=plain_text(detail))]
     if mistake is not None:
-        lines.append(f"  Hint ({mistake.name}): {mistake.hint}")
+        lines.append(t("  Hint ({name}): {hint}", name=t(mistake.name), hint=t(mistake.hint)))
     else:
-        lines.append(f"  Task: {ex.task}")
+        lines.append(t("  Task: {task}", task=t(ex.task)))
     return CheckResult(exercise_id, "fail", "\n".join(lines))
 
 
@@ -1322,15 +1364,19 @@ def describe(value: Any) -> str:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return f"tensor of shape {tuple(value.shape)}, dtype {value.dtype}, device {value.device}"
+        return t("tensor of shape {shape}, dtype {dtype}, device {device}", shape=tuple(value.shape),
+                 dtype=value.dtype, device=value.device)
     if isinstance(value, (list, tuple, dict)):
-        return f"{type(value).__name__} of length {len(value)}"
+        return t("{kind} of length {length}", kind=type(value).__name__, length=len(value))
     return f"{type(value).__name__} {value!r:.60}"
 
 
 def compare_tensors(out: Any, expected: "Any", *, atol: float = 1e-5, rtol: float = 1e-4,
-                    name: str = "result") -> str | None:
+                    name: str | None = None) -> str | None:
     """None when ``out`` is a tensor matching ``expected`` in shape, dtype and values.
+
+    ``name`` is how the message names ``out``, already in the learner's language (``t("the output")``);
+    by default "result".
 
     >>> import torch
     >>> compare_tensors(torch.ones(2), torch.ones(2)) is None
@@ -1340,15 +1386,19 @@ def compare_tensors(out: Any, expected: "Any", *, atol: float = 1e-5, rtol: floa
     """
     import torch
 
+    name = t("result") if name is None else name
     if not isinstance(out, torch.Tensor):
-        return f"expected {name} to be a torch.Tensor, found {describe(out)}"
+        return t("expected {name} to be a torch.Tensor, found {found}", name=name, found=describe(out))
     if out.shape != expected.shape:
-        return f"expected {name} of shape {tuple(expected.shape)}, found shape {tuple(out.shape)}"
+        return t("expected {name} of shape {shape}, found shape {found}", name=name, shape=tuple(expected.shape),
+                 found=tuple(out.shape))
     if out.dtype != expected.dtype:
-        return f"expected {name} with dtype {expected.dtype}, found {out.dtype}"
+        return t("expected {name} with dtype {dtype}, found {found}", name=name, dtype=expected.dtype,
+                 found=out.dtype)
     if out.device.type != "meta" and not torch.allclose(out.detach(), expected.detach(), atol=atol, rtol=rtol):
         diff = (out.detach() - expected.detach()).abs().max().item()
-        return f"{name} has the right shape but wrong values (largest difference {diff:.3g})"
+        return t("{name} has the right shape but wrong values (largest difference {diff})", name=name,
+                 diff=f"{diff:.3g}")
     return None
 
 

@@ -53,6 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from course_utils.i18n import N_
+
 #: The repository checkout this package lives in (its lessons/ folder, when there is one).
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LESSONS = COURSE_ROOT / "lessons"
@@ -72,8 +74,10 @@ def _course_grade_install():
     def grade(marker, exercise_id, name, namespace):
         start = time.perf_counter()
         if name not in namespace:
-            status, message = "fail", (f"[FAIL] {exercise_id}: `{name}` is not defined when its check runs "
-                                       f"(deleted, renamed, or its cell raised an error)")
+            from course_utils.i18n import t
+            status, message = "fail", t("[FAIL] {exercise_id}: `{name}` is not defined when its check runs "
+                                        "(deleted, renamed, or its cell raised an error)",
+                                        exercise_id=exercise_id, name=name)
         else:
             try:
                 result = check(exercise_id, namespace[name])
@@ -251,7 +255,10 @@ def first_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-_HINT_NAME = re.compile(r"^\s*Hint \((?P<name>.+?)\):", re.MULTILINE)
+_HINT_NAME = re.compile(r"^\s*(?:Hint \((?P<name>.+?)\):|提示（(?P<zh>.+?)）：)", re.MULTILINE)
+#: The startup code's learner-facing message (it runs in the submission's kernel, in its language).
+N_("[FAIL] {exercise_id}: `{name}` is not defined when its check runs "
+   "(deleted, renamed, or its cell raised an error)")
 
 
 def check_summary(text: str, limit: int = 300) -> str:
@@ -261,11 +268,13 @@ def check_summary(text: str, limit: int = 300) -> str:
 
     >>> check_summary("[FAIL] 00.double: expected 2, found 3\\n  Hint (added 1): y")
     '[FAIL] 00.double: expected 2, found 3 | mistake: added 1'
+    >>> check_summary("[FAIL] 00.double：应为 2，实际为 3\\n  提示（多加了 1）：y")
+    '[FAIL] 00.double：应为 2，实际为 3 | mistake: 多加了 1'
     >>> len(check_summary("[FAIL] " + "x" * 400 + "\\n  Hint (added 1): y", limit=60))
     60
     """
     match = _HINT_NAME.search(str(text))
-    suffix = f" | mistake: {match.group('name')}" if match else ""
+    suffix = f" | mistake: {match.group('name') or match.group('zh')}" if match else ""
     return first_line(text, max(limit - len(suffix), 20)) + suffix
 
 

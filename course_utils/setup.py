@@ -56,12 +56,13 @@ def version_warning(version: str) -> str | None:
     if version.split("+")[0] == TESTED_TORCH:
         return None
     if _release(version) < _release(MIN_TORCH):
-        return (f"torch {version} is older than this course supports ({MIN_TORCH} or newer): run "
-                f'pip install --upgrade "torch>={MIN_TORCH}" "torchvision>={MIN_TORCHVISION}" '
-                f"(in a notebook: %pip install ...), then restart the kernel.")
-    return (f"This course was tested with torch {TESTED_TORCH}; this kernel has torch {version}. "
-            f"Most cells still work, but some printed numbers, messages or warnings may differ "
-            f"from the saved outputs.")
+        return t('torch {version} is older than this course supports ({minimum} or newer): run '
+                 'pip install --upgrade "torch>={minimum}" "torchvision>={minimum_vision}" '
+                 '(in a notebook: %pip install ...), then restart the kernel.', version=version,
+                 minimum=MIN_TORCH, minimum_vision=MIN_TORCHVISION)
+    return t("This course was tested with torch {tested}; this kernel has torch {version}. "
+             "Most cells still work, but some printed numbers, messages or warnings may differ "
+             "from the saved outputs.", tested=TESTED_TORCH, version=version)
 
 
 def setup(seed: int = 0, threads: int = 1, verbose: bool = True) -> dict[str, Any]:

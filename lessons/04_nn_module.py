@@ -96,7 +96,8 @@ for name, p in model.named_parameters():
 # - an `nn.Parameter` goes into the module's `_parameters` dict;
 # - an `nn.Module` goes into `_modules`;
 # - an `nn.Buffer` (since PyTorch 2.5), or a tensor assigned to a name already registered as a
-#   buffer, goes into `_buffers`;
+#   buffer, goes into `_buffers`. A *buffer* is a tensor the model keeps and saves but does not
+#   train, such as BatchNorm's running mean (section 5);
 # - anything else becomes an ordinary Python attribute.
 #
 # `parameters()`, `.to()`, `state_dict()`, `train()` and friends walk only those three dicts,
@@ -476,9 +477,10 @@ print("after .to(float64): mean", norm.mean.dtype, "| calls", norm.calls.dtype, 
 # Integer buffers such as `calls` keep their dtype: `.to(torch.float64)` only converts floating
 # point tensors.
 #
-# The plain attribute stayed behind. Here the mixed float32/float64 product is silently promoted,
-# but devices are not. Move the module (to `meta`, our stand-in for a GPU) and the plain tensor is
-# left on the CPU. On a GPU the next forward pass stops with
+# The plain attribute stayed behind in float32. For dtypes that goes unnoticed: the forward pass
+# would mix float32 and float64, and PyTorch promotes the product to float64 (notebook 01, §5).
+# A device mismatch is not fixed for you. Move the module (to `meta`, our stand-in for a GPU) and
+# the plain tensor is left on the CPU. On a GPU the next forward pass stops with
 # `RuntimeError: Expected all tensors to be on the same device, but found at least two devices,
 # cuda:0 and cpu!`.
 
@@ -666,8 +668,8 @@ print("apply visits:", visited)
 # `nn.Linear` included, such as the `out_proj` of `nn.MultiheadAttention`), draw its weight from
 # Kaiming normal for ReLU (`std = sqrt(2/fan_in)`) and set its bias, if it has one, to zero; leave
 # every other module (Conv, LayerNorm, Embedding, ...) untouched. Change the module's own parameters
-# in place (no new `nn.Parameter`, no new `.data`: an optimizer built earlier holds these very
-# tensors); like the `nn.init` functions, it need not return anything (`model.apply` ignores return
+# in place (do not assign a new `nn.Parameter` or a new `.data`: an optimizer built earlier holds
+# these very tensors); like the `nn.init` functions, it need not return anything (`model.apply` ignores return
 # values).
 # *Normal* matters: `kaiming_uniform_` has the same std but a different distribution.
 
@@ -783,12 +785,12 @@ check("04.layer_output_stds", layer_output_stds)
 # Why does the init matter? Each `Linear` layer multiplies the variance of its input by about
 # `fan_in · Var(w)`, and ReLU halves the second moment by zeroing the negative half. So:
 #
-# | init | Var(w) | per ReLU layer, variance × | |
+# | init | Var(w) | per ReLU layer, variance × | so the signal |
 # |---|---|---|---|
-# | default | 1/(3·fan_in) | 1/6 | the signal shrinks (until the random biases dominate) |
+# | default | 1/(3·fan_in) | 1/6 | shrinks (until the random biases dominate) |
 # | Xavier (square layers) | 2/(fan_in+fan_out) = 1/fan_in | 1/2 | shrinks more slowly |
-# | Kaiming (ReLU) | 2/fan_in | 1 | preserved |
-# | zero | 0 | 0 | nothing gets through |
+# | Kaiming (ReLU) | 2/fan_in | 1 | keeps its scale |
+# | zero | 0 | 0 | is 0: nothing gets through |
 #
 # Let us measure it: 24 blocks of `Linear(256, 256)` + activation, a standard-normal batch of 256,
 # and the std of every activation's output.
@@ -895,8 +897,9 @@ for (act_name, label), v in xavier_runs.items():
 # away from 0. The gain 5/3 keeps it flat.
 #
 # Sigmoid is different. Its outputs lie in (0, 1) around 0.5, so their std is small from the first
-# layer on and decays slowly. Xavier keeps it above the default init. But those all-positive
-# outputs are one reason hidden layers use tanh or ReLU instead.
+# layer on and decays slowly. Xavier keeps it above the default init. Sigmoid's slope is at most
+# 1/4 (at 0), so each sigmoid layer also shrinks the gradients passing back through it; that is
+# the usual reason hidden layers use tanh or ReLU instead.
 #
 # ### No activation: a normal whose std fits the layer
 #

@@ -191,7 +191,8 @@ print("CNN output for a dummy batch:", tuple(make_cnn()(torch.zeros(2, 3, 32, 32
 # - the class indices, as int64, of shape `[B]`.
 #
 # It applies `log_softmax` itself, in one numerically stable step. The loss of sample `i` is
-# `-log_softmax(logits)[i, y_i]`.
+# `-log_softmax(logits)[i, y_i]`, and the loss of the batch is their mean (the default
+# `reduction="mean"`).
 
 # %%
 logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 3.0]])
@@ -327,7 +328,9 @@ print("after zero_grad(set_to_none=False):", probe.weight.grad)
 # - far too large, and it explodes (see the highest loss) and ends far above what a good learning
 #   rate reaches.
 #
-# For reference, ln(10) ≈ 2.30 is the loss of guessing among 10 classes.
+# For reference, ln(10) ≈ 2.30 is the loss of guessing among 10 classes. Each run prints
+# `overfit_one_batch`'s own line first (the correct setup, `softmax first=False`), then its
+# highest loss.
 
 # %% tags=["nbval-ignore-output"]
 for lr in (1e-5, 1e-2, 1.0):
@@ -343,7 +346,8 @@ confirm(max(losses) > 10 * losses[0], "at lr=1.0 the loss explodes to more than 
 # mode, run the six steps for every batch (moving it to `device` first), and return the **mean
 # loss over the epoch** as a Python float (weight each batch's loss by its size: the last batch
 # can be shorter). The checker hands you a model that is in eval mode (as after validation), may
-# still hold gradients from an earlier step, and watches how it is used. The solution keeps the
+# still hold gradients from an earlier step, and checks how you use it (mode, gradients, the running
+# sum). The solution keeps the
 # running sum a tensor and converts it once at the end (why: §8); a `.item()` per batch passes
 # too, and costs little on a CPU (notebook 01 measured it). Add `loss.detach()` (or `loss.item()`),
 # never `loss` itself: `total += loss * len(y)` chains every batch's autograd graph onto `total`
@@ -773,7 +777,8 @@ confirm(total.grad_fn is not None and graph_nodes(total.grad_fn) > 5 * 5 and tot
 # too, at the price of a wait for the GPU at every step.
 #
 # The log also records memory, where a leak or a batch that is too large shows first. On a GPU it is
-# the peak memory held by tensors; on a CPU, the process's resident memory.
+# the peak memory held by tensors; on a CPU, the process's resident memory (the RAM it occupies
+# at that moment).
 
 # %%
 def memory_mb() -> float:
@@ -892,9 +897,6 @@ confirm([round(value, 4) for _, value in scalars["epoch/val_acc"]] == [float(row
         "the TensorBoard event file holds the same validation accuracies as the CSV log")
 
 # %% [markdown]
-# `fit()` below writes such tags itself when you pass `log_tensorboard=<folder>`. Here it gets one
-# folder per model under `log_dir / "tensorboard"`, so the viewer overlays the runs.
-#
 # ## 9. `fit()`: the same loop, packaged, and the MLP comparison
 #
 # From now on the course does not rewrite this loop every time. `course_utils.training.fit()` runs
@@ -903,7 +905,8 @@ confirm([round(value, 4) for _, value in scalars["epoch/val_acc"]] == [float(row
 # - progress bar, per-step learning rate and gradient norm, optional clipping;
 # - validation every epoch;
 # - the scheduler stepped per batch for one-cycle, per epoch otherwise;
-# - CSV and TensorBoard logs.
+# - CSV and TensorBoard logs (`log_csv=`, `log_tensorboard=<folder>`). Below, each model gets its
+#   own TensorBoard folder under `log_dir / "tensorboard"`, so the viewer overlays the runs.
 #
 # `course_utils.training.evaluate(model, loader)` returns the validation loss and accuracy (eval mode
 # and `inference_mode`, like your `evaluate`). The overhead of `fit()` over the bare six-line loop is

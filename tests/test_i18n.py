@@ -123,3 +123,36 @@ def test_a_changed_placeholder_or_untranslated_string_is_named(tmp_path, monkeyp
     assert any("not compiled" in p for p in messages.problems())
     messages.compile_all()
     assert messages.problems() == []
+
+
+def test_a_failure_uses_the_frameworks_chinese_labels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A [FAIL] in Chinese: the case, expected/found, the hint and the HTML labels are the framework's
+    Chinese (应为/实际为, 提示（…）：); in English the same failure reads exactly as before."""
+    import torch
+
+    from course_utils import exercises
+    from course_utils.exercises import Exercise, Mistake, compare_tensors
+
+    def keeps_a_column(x):
+        return (2 * x).reshape(-1, 1)
+
+    toy = Exercise("99.i18n_toy", "double x", lambda x: 2 * x, [lambda: ((torch.ones(3),), {})],
+                   lambda out, ref, args, kwargs: compare_tensors(out, ref),
+                   mistakes=[Mistake("keeps a column", "drop the reshape: `2 * x` is enough", keeps_a_column)])
+    monkeypatch.setitem(exercises._REGISTRY, toy.exercise_id, toy)
+    english = check(toy.exercise_id, keeps_a_column)
+    assert english.message == ("[FAIL] 99.i18n_toy: on test case 1: expected result of shape (3,), found shape (3, 1)\n"
+                               "  Hint (keeps a column): drop the reshape: `2 * x` is enough")
+    assert "<b>expected</b>" in english._repr_html_() and "<b>Hint (keeps a column):</b>" in english._repr_html_()
+    with i18n.use_language("zh_CN"):
+        chinese = check(toy.exercise_id, keeps_a_column)
+        page = chinese._repr_html_()
+        todo = check(toy.exercise_id, _stub).message
+        raised = check(toy.exercise_id, lambda x: x.nosuch()).message
+    i18n.MISSING.clear()   # the toy's own task, name and hint are in no catalogue
+    assert chinese.message == ("[FAIL] 99.i18n_toy：在测试用例 1 上：结果的形状应为 (3,)，实际为 (3, 1)\n"
+                               "  提示（keeps a column）：drop the reshape: `2 * x` is enough")
+    assert "<b>应为</b>" in page and "<b>实际为</b>" in page and "<b>提示（keeps a column）：</b>" in page
+    assert todo.startswith("[TODO] 99.i18n_toy：尚未作答。任务：double x\n  把 `raise NotImplementedError` 换成")
+    assert raised.startswith("[FAIL] 99.i18n_toy：在测试用例 1 上，你的函数抛出了 AttributeError: ")
+    assert raised.endswith("\n  任务：double x") and "（位于 `" in raised

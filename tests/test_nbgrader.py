@@ -115,6 +115,10 @@ def _run(args: list[str], cwd: Path) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("edition", ["en", "zh"])
 def test_real_nbgrader_generates_and_autogrades(tmp_path, edition: str) -> None:
+    from tools import translate
+
+    if edition == "zh" and LESSON[:2] not in translate.edition()["published"]:
+        pytest.skip(f"lesson {LESSON} is not published in Chinese yet (lessons/zh_CN/edition.toml)")
     course = tmp_path / "course"
     [source_path] = export(course, [LESSON], edition=edition)
     _run(["generate_assignment", LESSON], course)
@@ -218,7 +222,7 @@ def test_make_nbgrader_and_make_test_install_the_instructor_extra() -> None:
 
     extra = "pip install -r requirements-instructor.txt"
     assert extra in plan("test") and extra in plan("nbgrader") and extra not in plan("lab")
-    assert "tools.nbgrader_export --out build/nbgrader" in plan("nbgrader")
+    assert "tools.nbgrader_export --edition en --out build/nbgrader" in plan("nbgrader")
     assert "build/" in (ROOT / ".gitignore").read_text().splitlines()
     root = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line)
     pins = [line for line in (ROOT / "requirements-instructor.txt").read_text().splitlines()

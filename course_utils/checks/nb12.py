@@ -244,11 +244,13 @@ def _parity_verify(out, ref, args, kwargs):
     return None
 
 
-def _parity_effects(model: nn.Module, batches: list[torch.Tensor], path: str | Path) -> None:
+def _parity_effects(model: nn.Module, batches: list[torch.Tensor], path: str | Path) -> float:
     """What the reference does to its arguments, without its export (a second export per check, about a
-    second): the model ends in eval mode. ``_parity_verify`` measures the candidate's own file instead of
+    second): the model ends in eval mode. It returns a float as the reference does (so a candidate that
+    returns None is told about `return`); ``_parity_verify`` measures the candidate's own file instead of
     using the reference's output."""
     model.eval()
+    return 0.0
 
 
 def _same_number(value: float, measured: float) -> bool:
