@@ -65,7 +65,7 @@ def _launch(pagename: str) -> str:
         return ""
     owner_repo = SITE["repository"].removeprefix("https://github.com/").removesuffix(".git")
     branch = SITE.get("branch", "main")
-    path = f"notebooks/{parts[1]}.ipynb"
+    path = f"{'zh/' if EDITION == 'zh' else ''}notebooks/{parts[1]}.ipynb"  # the Chinese pages run the Chinese notebook
     binder = f"https://mybinder.org/v2/gh/{owner_repo}/{branch}?urlpath=lab/tree/{path}"
     colab = f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/{path}"
     return (f'<span class="course-run">{UI[EDITION]["run"]} '

@@ -54,13 +54,15 @@ _NOTE_CLASS = "course-widget-note"
 
 
 # --------------------------------------------------------------------------- what a page links to
-def launch_links(root: Path, stem: str) -> dict[str, str]:
-    """Binder and Colab URLs of ``notebooks/<stem>.ipynb``, from ``root``'s ``[tool.course]``."""
+def launch_links(root: Path, stem: str, edition: str = "en") -> dict[str, str]:
+    """Binder and Colab URLs of ``notebooks/<stem>.ipynb`` (``zh/notebooks/`` for the Chinese edition),
+    from ``root``'s ``[tool.course]``."""
     sys.path.insert(0, str(ROOT))
     from tools import badges
 
     repository, branch = badges.config(root / "pyproject.toml")
-    return badges.links(repository, branch, stem)
+    return badges.links(repository, branch, stem, folder=f"{EDITION_DIRS[edition].as_posix()}/notebooks"
+                        if edition != "en" else "notebooks")
 
 
 def site_url(root: Path) -> str:
@@ -216,7 +218,7 @@ def stage(root: Path, edition: str, dest: Path) -> dict:
         (dest / kind).mkdir()
         for path in sorted((base / kind).glob("[0-9][0-9]_*.ipynb")):
             nb = nbformat.read(path, as_version=4)
-            links = launch_links(root, path.stem)
+            links = launch_links(root, path.stem, edition)
             for key, value in prepare_widgets(nb, links, edition).items():
                 counts[key] += value
             if kind == "solutions":
@@ -237,7 +239,7 @@ def stage(root: Path, edition: str, dest: Path) -> dict:
     for stem, title in lessons:
         minutes = _minutes(root, stem)
         total += minutes or 0
-        links = launch_links(root, stem)
+        links = launch_links(root, stem, edition)
         table.append(f"| {stem[:2]} | [{title}](notebooks/{stem}.ipynb) | {rows.get(stem[:2], '')} | "
                      f"{minutes or ''} | [Binder]({links['binder']}) · [Colab]({links['colab']}) |")
     readme_intro = _readme_intro(root) if edition == "en" else ""
