@@ -89,10 +89,46 @@ def _heading(text: str) -> str:
 
 
 def read_catalogue(path: Path) -> Any:
+    """A catalogue as babel reads it, with each fuzzy entry's previous English (``#| msgid``) restored:
+    babel 2.19's reader drops it, so an ``update`` that rewrote an unrevised entry lost the old English."""
     from babel.messages.pofile import read_po
 
     with open(path, "rb") as f:
-        return read_po(f, locale=LOCALE)
+        catalog = read_po(f, locale=LOCALE)
+    for msgid, previous in previous_ids(path.read_text(encoding="utf-8")).items():
+        if msgid in catalog:
+            catalog[msgid].previous_id = previous
+    return catalog
+
+
+_PO_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def previous_ids(text: str) -> dict[str, str]:
+    r"""msgid -> its previous msgid (``#| msgid`` lines, on one line or continued with ``#| "..."``).
+
+    >>> po = '#, fuzzy\n#| msgid "" "old\\n" "two"\nmsgid ""\n"new\\n"\n"two"\nmsgstr "x"\n'
+    >>> previous_ids(po)
+    {'new\ntwo': 'old\ntwo'}
+    """
+    from babel.messages.pofile import unescape
+
+    found: dict[str, str] = {}
+    previous: list[str] | None = None
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("#| msgid"):
+            previous, current = [unescape(f'"{m}"') for m in _PO_STRING.findall(line[len("#| msgid"):])], None
+        elif line.startswith('#| "') and previous is not None:
+            previous += [unescape(f'"{m}"') for m in _PO_STRING.findall(line[2:])]
+        elif line.startswith("msgid ") and previous is not None:
+            current = [unescape(f'"{m}"') for m in _PO_STRING.findall(line[len("msgid "):])]
+        elif line.startswith('"') and current is not None:
+            current += [unescape(f'"{m}"') for m in _PO_STRING.findall(line)]
+        elif line.startswith("msgstr") and current is not None and previous is not None:
+            found["".join(current)] = "".join(previous)
+            previous = current = None
+    return found
 
 
 def write_catalogue(catalog: Any, path: Path) -> None:
