@@ -280,7 +280,8 @@ def _groups_verify(out, ref, args, kwargs):
     if len(out) != 2:
         return t("expected exactly two groups, [decay, no_decay], even when one of them is empty (this model has "
                  "{kinds}), found {len_out} group(s)",
-                 kinds=t("no bias or norm parameter") if not any(r == "norm" or r == "bias" for _, _, r in roles.values())
+                 kinds=t("no bias or norm parameter")
+                 if not any(r == "norm" or r == "bias" for _, _, r in roles.values())
                  else t("both kinds"), len_out=len(out))
     wds = [float(g.get("weight_decay", _ADAMW_DEFAULT)) for g in out]
     if abs(wds[0] - weight_decay) > 1e-12 or abs(wds[1]) > 1e-12:

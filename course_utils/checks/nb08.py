@@ -184,7 +184,8 @@ def _tm_verify(out, ref, args, kwargs):
             return t("{where}: expected optimizer_state = {ref_optimizer_state:,} bytes, found {state:,}: one copy "
                      "of the trainable parameters too many ({copies_optimizer} for {optimizer!r}); the gradients are "
                      "counted under 'grads', not as optimizer state",
-                     where=where, ref_optimizer_state=ref['optimizer_state'], state=state, copies_optimizer=_COPIES[optimizer], optimizer=optimizer)
+                     where=where, ref_optimizer_state=ref['optimizer_state'], state=state,
+                     copies_optimizer=_COPIES[optimizer], optimizer=optimizer)
         return t("{where}: expected optimizer_state = {ref_optimizer_state:,} bytes, found {state:,}",
                  where=where, ref_optimizer_state=ref['optimizer_state'], state=state)
     return None

@@ -497,7 +497,8 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     if out.get("epoch") != saved["epoch"] or out.get("step") != saved["step"]:
         return "return", t("expected the returned dict to say epoch {saved_epoch}, step {saved_step}; found epoch "
                            "{out_get_epoch!r}, step {out_get_step!r}",
-                           saved_epoch=saved['epoch'], saved_step=saved['step'], out_get_epoch=out.get('epoch'), out_get_step=out.get('step'))
+                           saved_epoch=saved['epoch'], saved_step=saved['step'],
+                           out_get_epoch=out.get("epoch"), out_get_step=out.get("step"))
     seed, done = _CASE_INFO[str(path)]
     run = _fresh_run(seed)
     record: list[str] = []
@@ -538,7 +539,8 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     if not _same(run.scheduler.state_dict(), saved["scheduler"]):
         return "scheduler", t("after loading, scheduler.last_epoch is {run_scheduler_last_epoch}; the checkpoint "
                               "says {saved_scheduler_last_epoch}",
-                              run_scheduler_last_epoch=run.scheduler.last_epoch, saved_scheduler_last_epoch=saved['scheduler']['last_epoch'])
+                              run_scheduler_last_epoch=run.scheduler.last_epoch,
+                              saved_scheduler_last_epoch=saved["scheduler"]["last_epoch"])
     for key in ("torch", "numpy", "python"):
         if not _same(rng_now[key], saved["rng"][key]):
             return "rng", t("after loading, the global {key} random state is not the one in the checkpoint", key=key)
