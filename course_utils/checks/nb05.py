@@ -17,6 +17,7 @@ from torch.utils.data import (BatchSampler, DataLoader, RandomSampler, Sequentia
 
 from course_utils.data import pad_collate
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t
 
 
 # --- shared by the 05 checkers --------------------------------------------------------------------
@@ -94,14 +95,16 @@ def _stats_verify(out, ref, args, kwargs):
     (images,) = args
     pair = _as_pair(out)
     if pair is None:
-        return f"expected a tuple (mean, std) of two tensors, found {describe(out)}"
+        return t("expected a tuple (mean, std) of two tensors, found {describe_out}", describe_out=describe(out))
     channels = images.shape[1]
     for name, value, expected in zip(("mean", "std"), pair, ref):
         if not isinstance(value, torch.Tensor):
-            return f"expected {name} to be a tensor of shape ({channels},), found {describe(value)}"
+            return t("expected {name} to be a tensor of shape ({channels},), found {describe_value}",
+                     name=name, channels=channels, describe_value=describe(value))
         if value.shape != expected.shape:
-            return (f"expected {name} of shape ({channels},) (one value per channel) for images of "
-                    f"shape {tuple(images.shape)}, found shape {tuple(value.shape)}")
+            return t("expected {name} of shape ({channels},) (one value per channel) for images of shape "
+                     "{images_shape}, found shape {value_shape}",
+                     name=name, channels=channels, images_shape=tuple(images.shape), value_shape=tuple(value.shape))
     named = _stats_mistake(pair, ref, images)
     if named:
         return named
@@ -122,15 +125,15 @@ def _stats_mistake(pair, ref, images: torch.Tensor) -> str | None:
 
     stds = (ref[1], images.std(dim=(0, 2, 3), correction=0))
     if len(images) > 1 and close(pair[0], images[0].mean(dim=(1, 2))) and not close(pair[0], ref[0]):
-        return (f"these are the statistics of the first image only: average over all {len(images)} images and "
-                f"their pixels, dim=(0, 2, 3)")
+        return t("these are the statistics of the first image only: average over all {len_images} images and their "
+                 "pixels, dim=(0, 2, 3)", len_images=len(images))
     if close(pair[0], ref[0] / 255) and any(close(pair[1], sd / 255) for sd in stds):
-        return ("you divided by 255 again: the images are already floats in [0, 1], so their statistics are "
-                "taken as they are")
+        return t("you divided by 255 again: the images are already floats in [0, 1], so their statistics are taken "
+                 "as they are")
     if close(pair[0], ref[0]) and any(close(pair[1], sd.sqrt()) for sd in stds) \
             and not any(close(pair[1], sd) for sd in stds):
-        return ("the std you returned is the square root (sqrt, ** 0.5) of the standard deviation: "
-                "images.std(dim=(0, 2, 3)) is already the standard deviation")
+        return t("the std you returned is the square root (sqrt, ** 0.5) of the standard deviation: "
+                 "images.std(dim=(0, 2, 3)) is already the standard deviation")
     return None
 
 
@@ -236,10 +239,11 @@ def _loader_cases():
 
 def _pair_of_loaders(out) -> str | None:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        return f"expected a tuple (train_loader, val_loader), found {describe(out)}"
+        return t("expected a tuple (train_loader, val_loader), found {describe_out}", describe_out=describe(out))
     for name, loader in zip(("train_loader", "val_loader"), out):
         if not isinstance(loader, DataLoader):
-            return f"expected {name} to be a torch.utils.data.DataLoader, found {describe(loader)}"
+            return t("expected {name} to be a torch.utils.data.DataLoader, found {describe_loader}",
+                     name=name, describe_loader=describe(loader))
     return None
 
 
@@ -265,42 +269,45 @@ def _loaders_verify(out, ref, args, kwargs):
     train_loader, val_loader = out
     train_ds, val_ds, batch_size = args
     if train_loader.dataset is val_ds and val_loader.dataset is train_ds:
-        return "the loaders are in the wrong order: return (train_loader, val_loader), the training loader first"
+        return t("the loaders are in the wrong order: return (train_loader, val_loader), the training loader first")
     subset = train_loader.dataset
     if isinstance(subset, Subset) and subset.dataset is train_ds and val_loader.dataset is val_ds:
-        return (f"the training loader reads a fixed Subset of {len(subset)} of the {len(train_ds)} training samples, "
-                f"so the same samples are left out every epoch: give it train_ds itself with drop_last=True, "
-                f"which drops a different remainder each epoch")
+        return t("the training loader reads a fixed Subset of {len_subset} of the {len_train_ds} training samples, "
+                 "so the same samples are left out every epoch: give it train_ds itself with drop_last=True, which "
+                 "drops a different remainder each epoch", len_subset=len(subset), len_train_ds=len(train_ds))
     if train_loader.dataset is not train_ds or val_loader.dataset is not val_ds:
-        return "expected the first loader to read train_ds and the second val_ds"
+        return t("expected the first loader to read train_ds and the second val_ds")
     train_sampler, train_batch, train_drop = _batching(train_loader)
     val_sampler, val_batch, val_drop = _batching(val_loader)
     if train_batch != batch_size:
-        return f"expected train batch_size {batch_size}, found {train_batch}"
+        return t("expected train batch_size {batch_size}, found {train_batch}",
+                 batch_size=batch_size, train_batch=train_batch)
     if isinstance(val_sampler, (RandomSampler, SubsetRandomSampler)):
-        return "the validation loader shuffles: its order changes every epoch"
+        return t("the validation loader shuffles: its order changes every epoch")
     try:
         drawn = len(train_sampler)
     except TypeError:
         drawn = None
     if drawn is not None and drawn != len(train_ds):
-        return (f"the training loader draws {drawn} of the {len(train_ds)} training samples per epoch: "
-                f"shuffle all of them (shuffle=True)")
+        return t("the training loader draws {drawn} of the {len_train_ds} training samples per epoch: shuffle all of "
+                 "them (shuffle=True)", drawn=drawn, len_train_ds=len(train_ds))
     if not _shuffles(train_sampler, len(train_ds)):
-        return "the training loader reads the samples in the same order every epoch"
+        return t("the training loader reads the samples in the same order every epoch")
     if not train_drop:
         last = len(train_ds) % batch_size
         if last:  # computed, not iterated: iterating a shuffled loader would consume RNG draws
-            return (f"the training loader keeps a last batch of {last} sample(s) "
-                    f"({len(train_ds)} samples, batch_size {batch_size})")
+            return t("the training loader keeps a last batch of {last} sample(s) ({len_train_ds} samples, batch_size "
+                     "{batch_size})", last=last, len_train_ds=len(train_ds), batch_size=batch_size)
     if val_batch is not None and isinstance(val_sampler, SequentialSampler):  # arithmetic: no RNG draws
         seen = len(val_ds) - (len(val_ds) % val_batch if val_drop else 0)
     else:
         seen = sum(len(batch[0]) for batch in val_loader)
     if seen != len(val_ds):
-        return f"the validation loader yields {seen} of the {len(val_ds)} validation samples"
+        return t("the validation loader yields {seen} of the {len_val_ds} validation samples",
+                 seen=seen, len_val_ds=len(val_ds))
     if not isinstance(val_sampler, SequentialSampler):
-        return f"expected the validation loader to read in order, found a {type(val_sampler).__name__}"
+        return t("expected the validation loader to read in order, found a {val_sampler}",
+                 val_sampler=type(val_sampler).__name__)
     return None
 
 
@@ -419,10 +426,11 @@ def _pad_cases():
 
 def _triple(out) -> str | None:
     if not (isinstance(out, (tuple, list)) and len(out) == 3):
-        return f"expected a tuple (padded, lengths, labels), found {describe(out)}"
+        return t("expected a tuple (padded, lengths, labels), found {describe_out}", describe_out=describe(out))
     for name, value in zip(("padded", "lengths", "labels"), out):
         if not isinstance(value, torch.Tensor):
-            return f"expected {name} to be a tensor, found {describe(value)}"
+            return t("expected {name} to be a tensor, found {describe_value}",
+                     name=name, describe_value=describe(value))
     return None
 
 
@@ -434,15 +442,16 @@ def _pad_verify(out, ref, args, kwargs):
     padded, lengths, labels = out
     if padded.dim() == 2 and padded.shape[0] == ref[0].shape[0] and padded.shape[1] == ref[0].shape[1] + 1 \
             and torch.equal(padded[:, :-1].long(), ref[0]):
-        return (f"padded has one column too many: expected shape {tuple(ref[0].shape)}, found {tuple(padded.shape)}; "
-                f"T_max is the longest length itself, max(len(t) for t in tokens), without + 1")
+        return t("padded has one column too many: expected shape {ref_0_shape}, found {padded_shape}; T_max is the "
+                 "longest length itself, max(len(t) for t in tokens), without + 1",
+                 ref_0_shape=tuple(ref[0].shape), padded_shape=tuple(padded.shape))
     if padded.shape == ref[0].shape and not torch.equal(padded.long(), ref[0]) \
             and sorted(map(tuple, padded.long().tolist())) == sorted(map(tuple, ref[0].tolist())):
-        return ("the rows of padded are the right sequences in another order than the batch: keep the samples "
-                "in the order they came (the DataLoader and the labels rely on it), without sorting")
+        return t("the rows of padded are the right sequences in another order than the batch: keep the samples in "
+                 "the order they came (the DataLoader and the labels rely on it), without sorting")
     if padded.shape != ref[0].shape:
-        return (f"expected padded of shape {tuple(ref[0].shape)} = (batch, longest sequence in "
-                f"this batch), found {tuple(padded.shape)}")
+        return t("expected padded of shape {ref_0_shape} = (batch, longest sequence in this batch), found "
+                 "{padded_shape}", ref_0_shape=tuple(ref[0].shape), padded_shape=tuple(padded.shape))
     return (compare_tensors(padded, ref[0], name="padded")
             or compare_tensors(lengths, ref[1], name="lengths")
             or compare_tensors(labels, ref[2], name="labels"))

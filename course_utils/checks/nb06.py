@@ -20,6 +20,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.i18n import N_, t
 
 
 # --- shared by the 06 checkers --------------------------------------------------------------------
@@ -256,7 +257,7 @@ def _loader(x: torch.Tensor, y: torch.Tensor, batch_size: int, log: PlacementLog
     return loader
 
 
-_NOT_MOVED = ("the batch was used without moving it to `device`: write `x, y = x.to(device), y.to(device)` "
+_NOT_MOVED = N_("the batch was used without moving it to `device`: write `x, y = x.to(device), y.to(device)` "
               "(`x.to(device)` alone returns a moved copy and leaves `x` where it was)")
 
 
@@ -424,49 +425,52 @@ def _params_unchanged(model) -> bool:
 def _epoch_verify(out, ref, args, kwargs):
     model, loader, loss_fn, optimizer, device = args
     if isinstance(out, torch.Tensor):
-        return f"expected a Python float (the mean loss), found {describe(out)}"
+        return t("expected a Python float (the mean loss), found {describe_out}", describe_out=describe(out))
     if not _is_number(out):
-        return f"expected a Python float (the mean loss), found {describe(out)}"
+        return t("expected a Python float (the mean loss), found {describe_out}", describe_out=describe(out))
     if not model.calls:
-        return "your function never called the model"
+        return t("your function never called the model")
     if _not_moved(model):
-        return _NOT_MOVED
+        return t(_NOT_MOVED)
     if any(not training for training, _ in model.calls):
-        return ("the model ran in eval mode during training (the case hands it over in eval mode, "
-                "as after validation): Dropout was off and BatchNorm used running statistics")
+        return t("the model ran in eval mode during training (the case hands it over in eval mode, as after "
+                 "validation): Dropout was off and BatchNorm used running statistics")
     if loss_fn.saw_probabilities:
-        return "CrossEntropyLoss received probabilities (every row sums to 1) instead of raw logits"
+        return t("CrossEntropyLoss received probabilities (every row sums to 1) instead of raw logits")
     if model.stale_backward:
-        return ("backward() added this batch's gradients on top of older ones (the previous batch's, "
-                "or those the model arrived with): the gradients were not reset before backward()")
+        return t("backward() added this batch's gradients on top of older ones (the previous batch's, or those the "
+                 "model arrived with): the gradients were not reset before backward()")
     steps, batches = model.events.count("step"), model.events.count("forward")
     if model.steps_before_backward():
-        return ("optimizer.step() ran before backward (loss.backward() had not filled the gradients yet), so "
-                "the parameters never changed: per batch, zero_grad, forward, loss, backward, then step")
+        return t("optimizer.step() ran before backward (loss.backward() had not filled the gradients yet), so the "
+                 "parameters never changed: per batch, zero_grad, forward, loss, backward, then step")
     if steps == 0:
-        return "the parameters never changed: optimizer.step() was never called"
+        return t("the parameters never changed: optimizer.step() was never called")
     if _params_unchanged(model):
-        return ("the parameters never changed although optimizer.step() ran: the gradients were "
-                "cleared between backward() and step()")
+        return t("the parameters never changed although optimizer.step() ran: the gradients were cleared between "
+                 "backward() and step()")
     if steps != batches:
-        return (f"optimizer.step() ran {steps} time(s) for {batches} batches: take one step for every batch, "
-                f"right after its loss.backward()")
+        return t("optimizer.step() ran {steps} time(s) for {batches} batches: take one step for every batch, right "
+                 "after its loss.backward()", steps=steps, batches=batches)
     if abs(float(out) - ref) > 1e-4 * max(1.0, abs(ref)):
         sizes = _batch_sizes(loader)
         values = loss_fn.values
         if len(values) == len(sizes):
             weighted = sum(v * n for v, n in zip(values, sizes))
             if _close(float(out), weighted):
-                return (f"you returned the sum of the per-sample losses over the epoch ({weighted:.4f}): "
-                        f"divide it by the number of samples ({sum(sizes)}) to get the mean, {ref:.4f}")
+                return t("you returned the sum of the per-sample losses over the epoch ({weighted:.4f}): divide it "
+                         "by the number of samples ({sum_sizes}) to get the mean, {ref:.4f}",
+                         weighted=weighted, sum_sizes=sum(sizes), ref=ref)
             if len(set(sizes)) == 1 and _close(float(out), weighted / len(sizes)):
-                return (f"you divided the sum of loss.item() * len(y) by the number of batches "
-                        f"({len(sizes)}) instead of the number of samples ({sum(sizes)}): expected {ref:.4f}")
-        return (f"expected the mean loss per sample over the epoch's {len(loss_fn.values)} batches "
-                f"of sizes {sizes}, {ref:.4f}, found {float(out):.4f}")
+                return t("you divided the sum of loss.item() * len(y) by the number of batches ({len_sizes}) instead "
+                         "of the number of samples ({sum_sizes}): expected {ref:.4f}",
+                         len_sizes=len(sizes), sum_sizes=sum(sizes), ref=ref)
+        return t("expected the mean loss per sample over the epoch's {len_loss_fn_values} batches of sizes {sizes}, "
+                 "{ref:.4f}, found {out:.4f}",
+                 len_loss_fn_values=len(loss_fn.values), sizes=sizes, ref=ref, out=float(out))
     if loss_fn.graph_kept:
-        return ("the autograd graphs of earlier batches were still alive during later batches: the running "
-                "sum (or a list) holds `loss` itself, so every batch's graph stays chained to it")
+        return t("the autograd graphs of earlier batches were still alive during later batches: the running sum (or "
+                 "a list) holds `loss` itself, so every batch's graph stays chained to it")
     return None
 
 
@@ -669,28 +673,30 @@ def _wrong_dim_accuracy(model: ProbeNet, loader) -> float | None:
 def _eval_verify(out, ref, args, kwargs):
     model, loader, device = args
     if not _is_number(out):
-        return f"expected the accuracy as a Python float between 0 and 1, found {describe(out)}"
+        return t("expected the accuracy as a Python float between 0 and 1, found {describe_out}",
+                 describe_out=describe(out))
     if not model.calls:
-        return "your function never called the model"
+        return t("your function never called the model")
     if not torch.is_grad_enabled():
         torch.set_grad_enabled(True)  # give the learner's session its autograd back
         model.grad_mode_left_off = True
-        return ("after your function returned, gradient tracking was still switched off for the whole "
-                "session (torch.set_grad_enabled(False) / torch.no_grad() without `with`): use "
-                "`with torch.inference_mode():` so it is switched back on at the end of the block")
+        return t("after your function returned, gradient tracking was still switched off for the whole session "
+                 "(torch.set_grad_enabled(False) / torch.no_grad() without `with`): use `with "
+                 "torch.inference_mode():` so it is switched back on at the end of the block")
     if _not_moved(model):
-        return _NOT_MOVED
+        return t(_NOT_MOVED)
     if any(training for training, _ in model.calls):
-        return ("the model was still in training mode (the case hands it over right after training): "
-                "Dropout dropped units and BatchNorm used batch statistics")
+        return t("the model was still in training mode (the case hands it over right after training): Dropout "
+                 "dropped units and BatchNorm used batch statistics")
     if any(grad for _, grad in model.calls):
-        return "the forward passes ran with gradient tracking on: autograd recorded a graph for nothing"
+        return t("the forward passes ran with gradient tracking on: autograd recorded a graph for nothing")
     if abs(float(out) - ref) > 1e-6:
         n = len(loader.dataset)
         named = _accuracy_mistake(out, ref, model, loader)
         if named:
             return named
-        return f"expected accuracy {ref:.4f} ({round(ref * n)} of {n} correct), found {float(out):.4g}"
+        return t("expected accuracy {ref:.4f} ({ref_n} of {n} correct), found {out:.4g}",
+                 ref=ref, ref_n=round(ref * n), n=n, out=float(out))
     return None
 
 
@@ -699,36 +705,36 @@ def _accuracy_mistake(out, ref: float, model: ProbeNet, loader) -> str | None:
     n = len(loader.dataset)
     labels = [y for _, y in loader.plain_batches()]
     outputs = model.outputs
-    expected = f"expected {ref:.4f} ({round(ref * n)} of {n} correct)"
+    expected = t("expected {ref:.4f} ({correct} of {n} correct)", ref=ref, correct=round(ref * n), n=n)
     if _is_number(out) and out == round(ref * n) and ref < 1:
-        return (f"you returned the number of correct predictions ({out}): divide it by the number of "
-                f"samples, correct / total: {expected}")
+        return t("you returned the number of correct predictions ({out}): divide it by the number of samples, "
+                 "correct / total: {expected}", out=out, expected=expected)
     if isinstance(out, int) and out == round(ref * n) // n:
-        return (f"you returned the int {out}: `correct // total` is integer division and rounds down; "
-                f"use `correct / total`: {expected}")
+        return t("you returned the int {out}: `correct // total` is integer division and rounds down; use `correct / "
+                 "total`: {expected}", out=out, expected=expected)
     if len(outputs) != len(labels):
         if len(outputs) == 1 and len(labels) > 1 and abs(out - float((outputs[0].argmax(dim=1) == labels[0])
                                                                      .float().mean())) < 1e-6:
-            return (f"only the first batch was evaluated ({len(labels[0])} of {n} samples): loop over the whole "
-                    f"loader: {expected}")
+            return t("only the first batch was evaluated ({len_labels_0} of {n} samples): loop over the whole "
+                     "loader: {expected}", len_labels_0=len(labels[0]), n=n, expected=expected)
         return None
 
     def accuracy(predict) -> float:
         return sum(int((predict(o) == y).sum()) for o, y in zip(outputs, labels)) / n
 
     if model.log.max_with_dim and abs(out - accuracy(lambda o: o.max(dim=1).values)) < 1e-6:
-        return (f"you compared the largest logits (the values of torch.max) with the labels: the predicted "
-                f"class is the index, torch.max(logits, dim=1).indices or logits.argmax(dim=1): {expected}")
+        return t("you compared the largest logits (the values of torch.max) with the labels: the predicted class is "
+                 "the index, torch.max(logits, dim=1).indices or logits.argmax(dim=1): {expected}", expected=expected)
     if model.log.flat_argmax and abs(out - accuracy(lambda o: o.argmax())) < 1e-6:
-        return (f"argmax() without a dim returns one index into the flattened [batch, classes] tensor: use "
-                f"argmax(dim=1), one class per sample: {expected}")
+        return t("argmax() without a dim returns one index into the flattened [batch, classes] tensor: use "
+                 "argmax(dim=1), one class per sample: {expected}", expected=expected)
     if abs(out - accuracy(lambda o: o.argmax(dim=1, keepdim=True))) < 1e-6:
-        return (f"your predictions have shape [batch, 1] (keepdim=True) and the labels [batch]: `pred == y` "
-                f"broadcasts to [batch, batch] and counts far too many matches ({out:.4g}); use "
-                f"argmax(dim=1) without keepdim: {expected}")
+        return t("your predictions have shape [batch, 1] (keepdim=True) and the labels [batch]: `pred == y` "
+                 "broadcasts to [batch, batch] and counts far too many matches ({out:.4g}); use argmax(dim=1) "
+                 "without keepdim: {expected}", out=out, expected=expected)
     if "sigmoid" in model.log.ops:
-        return (f"a sigmoid with a threshold decides yes/no per class; with {N_CLASSES} classes the "
-                f"predicted class is logits.argmax(dim=1): {expected}")
+        return t("a sigmoid with a threshold decides yes/no per class; with {n_classes} classes the predicted class "
+                 "is logits.argmax(dim=1): {expected}", n_classes=N_CLASSES, expected=expected)
     return None
 
 
@@ -913,25 +919,26 @@ def _norm_mistake(out: float, ref: float, model, max_norm: float) -> str | None:
     raw = model.raw_grads
     norms = [float(g.norm()) for g in raw]
     if out == 0 and ref > 0 and _largest_difference(model.parameters(), model.initial_params) == 0:
-        return (f"you returned a norm of 0 and the parameters did not change: the gradients were cleared "
-                f"(zero_grad) after backward(), before measuring and clipping them; the norm before "
-                f"clipping is {ref:.4f}")
+        return t("you returned a norm of 0 and the parameters did not change: the gradients were cleared (zero_grad) "
+                 "after backward(), before measuring and clipping them; the norm before clipping is {ref:.4f}",
+                 ref=ref)
     if _close(out, ref ** 2):
-        return (f"you returned the squared norm ({ref:.4f}² = {out:.4f}): return the total norm "
-                f"clip_grad_norm_ gives back, {ref:.4f}")
+        return t("you returned the squared norm ({ref:.4f}² = {out:.4f}): return the total norm clip_grad_norm_ "
+                 "gives back, {ref:.4f}", ref=ref, out=out)
     if _close(out, sum(norms)):
-        return (f"you returned the sum of the per-parameter norms ({out:.4f}); the total norm is the L2 norm "
-                f"of all gradients together, sqrt(sum of squared norms) = {ref:.4f}, as clip_grad_norm_ returns")
+        return t("you returned the sum of the per-parameter norms ({out:.4f}); the total norm is the L2 norm of all "
+                 "gradients together, sqrt(sum of squared norms) = {ref:.4f}, as clip_grad_norm_ returns",
+                 out=out, ref=ref)
     if _close(out, sum(float(g.abs().sum()) for g in raw)):
-        return (f"you returned the L1 norm (norm_type=1), {out:.4f}: use the default norm_type=2, the total "
-                f"L2 norm {ref:.4f}")
+        return t("you returned the L1 norm (norm_type=1), {out:.4f}: use the default norm_type=2, the total L2 norm "
+                 "{ref:.4f}", out=out, ref=ref)
     if len(model.group0) < len(raw) and _close(out, float(torch.stack([raw[i].norm() for i in model.group0]).norm())):
-        return (f"you returned the norm of optimizer.param_groups[0] only ({out:.4f}); this optimizer has "
-                f"several param groups: clip model.parameters() (all of them), total norm {ref:.4f}")
+        return t("you returned the norm of optimizer.param_groups[0] only ({out:.4f}); this optimizer has several "
+                 "param groups: clip model.parameters() (all of them), total norm {ref:.4f}", out=out, ref=ref)
     if _close(out, max(norms)):
-        return (f"you returned the largest norm of a single parameter ({out:.4f}): clipping each parameter "
-                f"separately is not clipping the total norm; pass all parameters to one "
-                f"clip_grad_norm_ call, total norm {ref:.4f}")
+        return t("you returned the largest norm of a single parameter ({out:.4f}): clipping each parameter "
+                 "separately is not clipping the total norm; pass all parameters to one clip_grad_norm_ call, total "
+                 "norm {ref:.4f}", out=out, ref=ref)
     return None
 
 
@@ -941,15 +948,15 @@ def _update_mistake(model, ref: float, max_norm: float) -> str | None:
     raw = model.raw_grads
     if _largest_difference(params, _stepped_with(model, [g.clamp(-max_norm, max_norm) for g in raw])) < 1e-5 \
             and _largest_difference(params, model.unclipped_params) > 1e-5:
-        return (f"the update used gradients clamped element by element to ±{max_norm:g} (clip_grad_value_): "
-                f"the task clips the total norm, with clip_grad_norm_(model.parameters(), max_norm)")
+        return t("the update used gradients clamped element by element to ±{max_norm:g} (clip_grad_value_): the task "
+                 "clips the total norm, with clip_grad_norm_(model.parameters(), max_norm)", max_norm=max_norm)
     if _largest_difference(params, model.unclipped_params) < 1e-6:
         grads = [p.grad for p in params]
         if all(g is not None for g in grads) and _largest_difference(grads, raw) < 1e-6:
-            return (f"nothing was clipped: the step used the unclipped gradients (total norm {ref:.4f} > "
-                    f"max_norm = {max_norm:g}) and .grad still holds them. If you stored "
-                    f"`params = model.parameters()`, it is a generator: the first function that reads it "
-                    f"uses it up, and clip_grad_norm_ then gets no parameters; use list(model.parameters())")
+            return t("nothing was clipped: the step used the unclipped gradients (total norm {ref:.4f} > max_norm = "
+                     "{max_norm:g}) and .grad still holds them. If you stored `params = model.parameters()`, it is a "
+                     "generator: the first function that reads it uses it up, and clip_grad_norm_ then gets no "
+                     "parameters; use list(model.parameters())", ref=ref, max_norm=max_norm)
         return None
     # one common factor on every gradient: clipped, but to another norm than max_norm
     diffs = [(p0 - p.detach()) / lr for p, p0, lr in zip(params, model.initial_params, model.lrs)]
@@ -957,34 +964,38 @@ def _update_mistake(model, ref: float, max_norm: float) -> str | None:
     flat_g = torch.cat([g.flatten() for g in raw])
     scale = float(flat_d @ flat_g / (flat_g @ flat_g))
     if 0 < scale < 1 and float((flat_d - scale * flat_g).abs().max()) < 1e-5:
-        return (f"the update used gradients clipped to a total norm of {scale * ref:.4f}, not to "
-                f"max_norm={max_norm:g}: pass the max_norm argument to clip_grad_norm_ (no fixed number)")
+        return t("the update used gradients clipped to a total norm of {scale_ref:.4f}, not to "
+                 "max_norm={max_norm:g}: pass the max_norm argument to clip_grad_norm_ (no fixed number)",
+                 scale_ref=scale * ref, max_norm=max_norm)
     return None
 
 
 def _clip_verify(out, ref, args, kwargs):
     model, loss_fn, x, y, optimizer, max_norm = args
     if not _is_number(out):
-        return f"expected the total gradient norm as a Python float, found {describe(out)}"
+        return t("expected the total gradient norm as a Python float, found {describe_out}",
+                 describe_out=describe(out))
     if model.stale_backward:
-        return "backward() added the new gradients on top of the previous step's stale ones"
+        return t("backward() added the new gradients on top of the previous step's stale ones")
     if abs(float(out) - ref) > 1e-4 * max(1.0, ref):
         named = _norm_mistake(float(out), ref, model, max_norm)
         if named:
             return named
-        return f"expected the total gradient norm before clipping, {ref:.4f}, found {float(out):.4f}"
+        return t("expected the total gradient norm before clipping, {ref:.4f}, found {out:.4f}",
+                 ref=ref, out=float(out))
     difference = _largest_difference(model.parameters(), model.expected_params)
     if difference > 1e-5 and _largest_difference(model.parameters(), model.initial_params) == 0:
-        return "the parameters did not change: call optimizer.step() after clip_grad_norm_"
+        return t("the parameters did not change: call optimizer.step() after clip_grad_norm_")
     if difference > 1e-5 and ref <= max_norm:
-        return (f"the total norm {ref:.4f} is below max_norm = {max_norm:g}, so the gradients must be "
-                f"used as they are, but your update differs (largest difference {difference:.3g})")
+        return t("the total norm {ref:.4f} is below max_norm = {max_norm:g}, so the gradients must be used as they "
+                 "are, but your update differs (largest difference {difference:.3g})",
+                 ref=ref, max_norm=max_norm, difference=difference)
     if difference > 1e-5:
         named = _update_mistake(model, ref, max_norm)
         if named:
             return named
-        return (f"the norm is right but the parameters after the step differ from a step with "
-                f"clipped gradients (largest difference {difference:.3g})")
+        return t("the norm is right but the parameters after the step differ from a step with clipped gradients "
+                 "(largest difference {difference:.3g})", difference=difference)
     return None
 
 

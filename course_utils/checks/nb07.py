@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.i18n import t
 from course_utils.generalisation import NORM_LAYERS
 from course_utils.generalisation import early_stopping as early_stopping_reference
 from course_utils.generalisation import param_groups as param_groups_reference
@@ -186,24 +187,25 @@ def _all_names(model: nn.Module) -> dict[int, list[str]]:
 def _group_lists(out: Any) -> list[tuple[list, float, bool]] | str:
     """[(params, weight_decay, has_key)] or a problem sentence about the structure."""
     if isinstance(out, dict):
-        return (f"expected a list of parameter-group dicts, found one dict with keys {sorted(map(str, out))}: "
-                f"return [{{'params': [...], 'weight_decay': ...}}, {{'params': [...], 'weight_decay': 0.0}}]")
+        return t("expected a list of parameter-group dicts, found one dict with keys {sorted_map_str_out}: return "
+                 "[{{'params': [...], 'weight_decay': ...}}, {{'params': [...], 'weight_decay': 0.0}}]",
+                 sorted_map_str_out=sorted(map(str, out)))
     if not isinstance(out, (list, tuple)):
-        return f"expected a list of parameter-group dicts, found {describe(out)}"
+        return t("expected a list of parameter-group dicts, found {describe_out}", describe_out=describe(out))
     groups = []
     for index, group in enumerate(out, start=1):
         if not isinstance(group, dict) or "params" not in group:
-            return (f"expected every group to be a dict with the keys 'params' and 'weight_decay', "
-                    f"found group {index}: {describe(group)}")
+            return t("expected every group to be a dict with the keys 'params' and 'weight_decay', found group "
+                     "{index}: {describe_group}", index=index, describe_group=describe(group))
         params = group["params"]
         if isinstance(params, (set, frozenset)):
-            return (f"group {index} holds its parameters in a set: the optimizer refuses sets (their order "
-                    f"changes between runs); use a list")
+            return t("group {index} holds its parameters in a set: the optimizer refuses sets (their order changes "
+                     "between runs); use a list", index=index)
         params = [params] if isinstance(params, torch.Tensor) else list(params)
         for p in params:
             if isinstance(p, str):
-                return (f"group {index} holds the parameter name {p!r} (a str) instead of the parameter itself: "
-                        f"the optimizer needs the nn.Parameter objects")
+                return t("group {index} holds the parameter name {p!r} (a str) instead of the parameter itself: the "
+                         "optimizer needs the nn.Parameter objects", index=index, p=p)
         groups.append((params, group.get("weight_decay", _ADAMW_DEFAULT), "weight_decay" in group))
     return groups
 
@@ -230,7 +232,7 @@ def _foreign(out: Any, model: nn.Module) -> str | None:
     for index, (params, _, _) in enumerate(groups, start=1):
         for p in params:
             if id(p) not in ids:
-                return f"group {index} holds {describe(p)}"
+                return t("group {index} holds {describe_p}", index=index, describe_p=describe(p))
     return None
 
 
@@ -241,25 +243,27 @@ def _groups_verify(out, ref, args, kwargs):
         return groups
     foreign = _foreign(out, model)
     if foreign:
-        return (f"{foreign}, which is not one of the model's parameters (a copy, `.data` or `.detach()`?): "
-                f"the optimizer would update that tensor and the model would never change")
+        return t("{foreign}, which is not one of the model's parameters (a copy, `.data` or `.detach()`?): the "
+                 "optimizer would update that tensor and the model would never change", foreign=foreign)
     roles, names = _role(model), _all_names(model)
     found = _assigned(out, model) or {}
     for pid, places in found.items():
         if len(places) > 1:
             name = roles[pid][0]
             shared = names.get(pid, [name])
-            tied = (f" (one Parameter shared as {' and '.join(f'`{n}`' for n in shared)})" if len(shared) > 1
-                    else "")
-            return (f"expected every parameter exactly once, found `{name}`{tied} {len(places)} times, in groups "
-                    f"{', '.join(str(g) for g, _, _ in places)}")
+            tied = (t(" (one Parameter shared as {names})", names=t(" and ").join(f"`{n}`" for n in shared))
+                    if len(shared) > 1 else "")
+            return t("expected every parameter exactly once, found `{name}`{tied} {count} times, in groups "
+                     "{groups}",
+                     name=name, tied=tied, count=len(places), groups=", ".join(str(g) for g, _, _ in places))
     for pid, (name, kind, role) in roles.items():
         if role == "frozen" and pid in found:
-            return (f"the frozen parameter `{name}` (requires_grad=False) is in group {found[pid][0][0]}: "
-                    f"the task says to leave frozen parameters out")
+            return t("the frozen parameter `{name}` (requires_grad=False) is in group {found_pid_0_0}: the task says "
+                     "to leave frozen parameters out", name=name, found_pid_0_0=found[pid][0][0])
     for pid, (name, kind, role) in roles.items():
         if role != "frozen" and pid not in found:
-            return f"expected every trainable parameter in a group, found `{name}` (in {kind}) in none"
+            return t("expected every trainable parameter in a group, found `{name}` (in {kind}) in none",
+                     name=name, kind=kind)
     for pid, (name, kind, role) in roles.items():
         if role == "frozen":
             continue
@@ -267,23 +271,27 @@ def _groups_verify(out, ref, args, kwargs):
         expected = weight_decay if role == "decay" else 0.0
         if abs(float(wd) - expected) <= 1e-12:
             continue
-        default = "" if has_key else (f" (group {group} has no 'weight_decay' key, so AdamW gives it its default, "
-                                      f"{_ADAMW_DEFAULT})")
-        what = {"bias": "a bias", "norm": f"a parameter of a normalisation layer ({kind})",
-                "decay": f"a weight of {kind}"}[role]
-        return (f"`{name}` is {what}: expected weight_decay={expected:g} for it, found {float(wd):g}{default}")
+        default = "" if has_key else t(" (group {group} has no 'weight_decay' key, so AdamW gives it its default, "
+                                       "{default})", group=group, default=_ADAMW_DEFAULT)
+        what = {"bias": t("a bias"), "norm": t("a parameter of a normalisation layer ({kind})", kind=kind),
+                "decay": t("a weight of {kind}", kind=kind)}[role]
+        return t("`{name}` is {what}: expected weight_decay={expected:g} for it, found {wd:g}{default}",
+                 name=name, what=what, expected=expected, wd=float(wd), default=default)
     if len(out) != 2:
-        return (f"expected exactly two groups, [decay, no_decay], even when one of them is empty (this model has "
-                f"{'no bias or norm parameter' if not any(r == 'norm' or r == 'bias' for _, _, r in roles.values()) else 'both kinds'}), "
-                f"found {len(out)} group(s)")
+        return t("expected exactly two groups, [decay, no_decay], even when one of them is empty (this model has "
+                 "{kinds}), found {len_out} group(s)",
+                 kinds=t("no bias or norm parameter")
+                 if not any(r == "norm" or r == "bias" for _, _, r in roles.values())
+                 else t("both kinds"), len_out=len(out))
     wds = [float(g.get("weight_decay", _ADAMW_DEFAULT)) for g in out]
     if abs(wds[0] - weight_decay) > 1e-12 or abs(wds[1]) > 1e-12:
-        return (f"expected the groups in the task's order, [{{'params': decay, 'weight_decay': {weight_decay:g}}}, "
-                f"{{'params': no_decay, 'weight_decay': 0.0}}], found weight decays {wds} in that order")
+        return t("expected the groups in the task's order, [{{'params': decay, 'weight_decay': {weight_decay:g}}}, "
+                 "{{'params': no_decay, 'weight_decay': 0.0}}], found weight decays {wds} in that order",
+                 weight_decay=weight_decay, wds=wds)
     try:
         torch.optim.AdamW(out, lr=1e-3)
     except Exception as exc:  # noqa: BLE001 - whatever the optimizer refuses, say it
-        return f"torch.optim.AdamW refuses these groups: {type(exc).__name__}: {exc}"
+        return t("torch.optim.AdamW refuses these groups: {error}: {exc}", error=type(exc).__name__, exc=exc)
     return None
 
 
@@ -786,30 +794,35 @@ def _script(args) -> ScriptedTraining:
 def _stopping_verify(out, ref, args, kwargs):
     model, script, patience = args[0], _script(args), args[4]
     if isinstance(out, bool) or not isinstance(out, int):
-        return f"expected the best epoch's number as a Python int, found {describe(out)}"
+        return t("expected the best epoch's number as a Python int, found {describe_out}", describe_out=describe(out))
     ref_epochs = _reference_epochs(args, kwargs)
     if script.epochs != ref_epochs:
-        delta = f", min_delta={kwargs['min_delta']:g} (best_loss - min_delta, absolute)" if kwargs.get("min_delta") else ""
-        return (f"with patience={patience}{delta} and these validation losses {script.losses[:ref_epochs + 1]}, "
-                f"expected training to stop after epoch {ref_epochs}, found it stopped after epoch "
-                f"{script.epochs}")
+        delta = t(", min_delta={min_delta:g} (best_loss - min_delta, absolute)", min_delta=kwargs["min_delta"]) \
+            if kwargs.get("min_delta") else ""
+        return t("with patience={patience}{delta} and these validation losses {losses}, expected "
+                 "training to stop after epoch {ref_epochs}, found it stopped after epoch {script_epochs}",
+                 patience=patience, delta=delta, losses=script.losses[:ref_epochs + 1], ref_epochs=ref_epochs,
+                 script_epochs=script.epochs)
     if script.calls != ["train", "validate"] * script.epochs:
         trains, validations = script.calls.count("train"), script.calls.count("validate")
-        return (f"expected train_epoch(model) then validate(model) once each per epoch ({script.epochs} epochs: "
-                f"{script.epochs} calls of each, alternating), found {trains} train_epoch and {validations} "
-                f"validate calls in the order {' '.join(script.calls[:8])}{' ...' if len(script.calls) > 8 else ''}")
+        return t("expected train_epoch(model) then validate(model) once each per epoch ({script_epochs} epochs: "
+                 "{script_epochs} calls of each, alternating), found {trains} train_epoch and {validations} validate "
+                 "calls in the order {calls}{more}",
+                 script_epochs=script.epochs, trains=trains, validations=validations, calls=" ".join(script.calls[:8]),
+                 more=" ..." if len(script.calls) > 8 else "")
     if out != ref:
-        return f"expected the best epoch to be epoch {ref} (epochs count from 1), found {out}"
+        return t("expected the best epoch to be epoch {ref} (epochs count from 1), found {out}", ref=ref, out=out)
     best = script.states[ref - 1]
     if not _same_state(model, best):
         if _same_state(model, best, buffers=False):
-            return ("the parameters are the best epoch's but the buffers (BatchNorm running_mean, "
-                    "running_var) are not: restore the whole state_dict(), parameters and buffers")
-        last = "the last epoch's" if _same_state(model, script.states[-1]) else "not the best epoch's"
+            return t("the parameters are the best epoch's but the buffers (BatchNorm running_mean, running_var) are "
+                     "not: restore the whole state_dict(), parameters and buffers")
+        last = t("the last epoch's") if _same_state(model, script.states[-1]) else t("not the best epoch's")
         if any(model.loads):
-            return (f"after load_state_dict the model holds {last} weights: the saved state shared memory "
-                    f"with the model, so training kept changing it")
-        return f"expected the model to end with the best epoch's weights (epoch {ref}), found {last} weights"
+            return t("after load_state_dict the model holds {last} weights: the saved state shared memory with the "
+                     "model, so training kept changing it", last=last)
+        return t("expected the model to end with the best epoch's weights (epoch {ref}), found {last} weights",
+                 ref=ref, last=last)
     return None
 
 
@@ -1016,13 +1029,14 @@ def _trace(scheduler, optimizer, steps: int) -> list[list[float]]:
 def _warmup_verify(out, ref, args, kwargs):
     optimizer, warmup_steps, total_steps = args
     if isinstance(out, (list, tuple)):
-        return (f"expected one scheduler, found a {type(out).__name__} of {len(out)}: join them with "
-                f"SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps])")
+        return t("expected one scheduler, found a {out} of {len_out}: join them with SequentialLR(optimizer, "
+                 "[warmup, cosine], milestones=[warmup_steps])", out=type(out).__name__, len_out=len(out))
     if not isinstance(out, torch.optim.lr_scheduler.LRScheduler):
-        return f"expected a learning-rate scheduler (for example a SequentialLR), found {describe(out)}"
+        return t("expected a learning-rate scheduler (for example a SequentialLR), found {describe_out}",
+                 describe_out=describe(out))
     if out.optimizer is not optimizer:
-        return ("the scheduler drives another optimizer than the one passed in (was a new optimizer made "
-                "inside?): the learning rate of `optimizer` never changes")
+        return t("the scheduler drives another optimizer than the one passed in (was a new optimizer made inside?): "
+                 "the learning rate of `optimizer` never changes")
     found = _trace(out, optimizer, total_steps)
     expected = _trace(ref, ref.optimizer, total_steps)
     for step, (got, want) in enumerate(zip(found, expected)):
@@ -1031,9 +1045,11 @@ def _warmup_verify(out, ref, args, kwargs):
                 curve = ", ".join(f"{row[group]:.4g}" for row in found[: min(len(found), warmup_steps + 3)])
                 digits = 6 if f"{w:.6g}" != f"{g:.6g}" else 12  # never the same printed number twice
                 bases = [group_["initial_lr"] for group_ in ref.optimizer.param_groups]
-                return (f"with warmup_steps={warmup_steps}, total_steps={total_steps}: expected the learning rate "
-                        f"of group {group} at step {step} to be {w:.{digits}g}, found {g:.{digits}g} "
-                        f"(difference {g - w:.3g}; your first steps: {curve})"
+                return (t("with warmup_steps={warmup_steps}, total_steps={total_steps}: expected the learning rate "
+                          "of group {group} at step {step} to be {want}, found {got} "
+                          "(difference {difference:.3g}; your first steps: {curve})",
+                          warmup_steps=warmup_steps, total_steps=total_steps, group=group, step=step,
+                          want=f"{w:.{digits}g}", got=f"{g:.{digits}g}", difference=g - w, curve=curve)
                         + _warmup_diagnosis(found, expected, bases, warmup_steps, total_steps))
     return None
 
@@ -1046,20 +1062,19 @@ def _close_curves(a: list[list[float]], b: list[list[float]]) -> bool:
 def _warmup_diagnosis(found, expected, bases, warmup_steps, total_steps) -> str:
     """A sentence naming the mistake when the whole curve has its fingerprint, else ''."""
     if any(b != 1.0 for b in bases) and _close_curves(found, [[w * b for w, b in zip(row, bases)] for row in expected]):
-        return (". Your curve is the right one multiplied by base_lr: LambdaLR multiplies base_lr by what "
-                "lr_lambda returns, so lr_lambda must return a factor (1/warmup_steps ... 1 ... 0), not a "
-                "learning rate")
+        return t(". Your curve is the right one multiplied by base_lr: LambdaLR multiplies base_lr by what lr_lambda "
+                 "returns, so lr_lambda must return a factor (1/warmup_steps ... 1 ... 0), not a learning rate")
     floors = found[-1]
     if warmup_steps < total_steps and all(f > 0 for f in floors) and _close_curves(
             found, [[w if step <= warmup_steps else e + (b - e) * w / b for w, b, e in zip(row, bases, floors)]
                     for step, row in enumerate(expected)]):
-        return (f". Your cosine ends at {floors[0]:.3g}, not 0, at step total_steps: CosineAnnealingLR's eta_min "
-                f"must stay 0 (its default)")
+        return t(". Your cosine ends at {floors_0:.3g}, not 0, at step total_steps: CosineAnnealingLR's eta_min must "
+                 "stay 0 (its default)", floors_0=floors[0])
     if total_steps - warmup_steps >= 2:
         short = _reference_curve(bases, warmup_steps, total_steps, t_max=total_steps - warmup_steps - 1)
         if _close_curves(found, short):
-            return (". Your cosine reaches 0 a step early and rises again: T_max is one step short; it is "
-                    "total_steps - warmup_steps")
+            return t(". Your cosine reaches 0 a step early and rises again: T_max is one step short; it is "
+                     "total_steps - warmup_steps")
     return ""
 
 

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.i18n import N_, t
 
 
 # --- shared by the 07 checkers --------------------------------------------------------------------
@@ -28,9 +29,10 @@ from course_utils.exercises import Exercise, Mistake, describe, register
 
 def _number_problem(value: Any, what: str) -> str | None:
     if isinstance(value, torch.Tensor):
-        return f"expected {what} as a Python int, found a tensor ({describe(value)}); use int(...) or .item()"
+        return t("expected {what} as a Python int, found a tensor ({describe_value}); use int(...) or .item()",
+                 what=what, describe_value=describe(value))
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"expected {what} as a Python int, found {describe(value)}"
+        return t("expected {what} as a Python int, found {describe_value}", what=what, describe_value=describe(value))
     return None
 
 
@@ -142,16 +144,19 @@ def _tm_step_bytes(model) -> int:
 def _tm_describe(model, optimizer, dtype) -> str:
     n_all = sum(p.numel() for p in model.parameters())
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    frozen = f", {n_all - n_train:,} of them frozen" if n_train != n_all else ""
-    return f"({n_all:,} parameters{frozen}, optimizer {optimizer!r}, {dtype})"
+    frozen = t(", {n_frozen:,} of them frozen", n_frozen=n_all - n_train) if n_train != n_all else ""
+    return t("({n_all:,} parameters{frozen}, optimizer {optimizer!r}, {dtype})",
+             n_all=n_all, frozen=frozen, optimizer=optimizer, dtype=dtype)
 
 
 def _tm_verify(out, ref, args, kwargs):
     if not isinstance(out, dict):
-        return f"expected a dict with keys 'params', 'grads', 'optimizer_state', found {describe(out)}"
+        return t("expected a dict with keys 'params', 'grads', 'optimizer_state', found {describe_out}",
+                 describe_out=describe(out))
     missing = [k for k in ref if k not in out]
     if missing:
-        return f"expected keys {list(ref)}, found {list(out)} (missing {missing})"
+        return t("expected keys {list_ref}, found {list_out} (missing {missing})",
+                 list_ref=list(ref), list_out=list(out), missing=missing)
     for key in ref:
         problem = _number_problem(out[key], f"out[{key!r}]")
         if problem:
@@ -163,20 +168,26 @@ def _tm_verify(out, ref, args, kwargs):
         if out[key] != ref[key]:
             named = _tm_unit_mistake(out[key], ref[key], size)
             if named:
-                return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}: {named}"
+                return t("{where}: expected {key} = {ref_key:,} bytes, found {out_key:,}: {named}",
+                         where=where, key=key, ref_key=ref[key], out_key=out[key], named=named)
             if key != "optimizer_state":
-                return f"{where}: expected {key} = {ref[key]:,} bytes, found {out[key]:,}"
+                return t("{where}: expected {key} = {ref_key:,} bytes, found {out_key:,}",
+                         where=where, key=key, ref_key=ref[key], out_key=out[key])
     state = out["optimizer_state"]
     if state != ref["optimizer_state"]:
         n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
         if optimizer in ("adam", "adamw") and state == ref["optimizer_state"] + _tm_step_bytes(model):
-            return (f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}: you "
-                    f"counted Adam's `step` counters too (4 bytes per parameter tensor); the task leaves them out")
+            return t("{where}: expected optimizer_state = {ref_optimizer_state:,} bytes, found {state:,}: you "
+                     "counted Adam's `step` counters too (4 bytes per parameter tensor); the task leaves them out",
+                     where=where, ref_optimizer_state=ref['optimizer_state'], state=state)
         if state == ref["optimizer_state"] + n_train * size:
-            return (f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}: one copy "
-                    f"of the trainable parameters too many ({_COPIES[optimizer]} for {optimizer!r}); the gradients "
-                    f"are counted under 'grads', not as optimizer state")
-        return f"{where}: expected optimizer_state = {ref['optimizer_state']:,} bytes, found {state:,}"
+            return t("{where}: expected optimizer_state = {ref_optimizer_state:,} bytes, found {state:,}: one copy "
+                     "of the trainable parameters too many ({copies_optimizer} for {optimizer!r}); the gradients are "
+                     "counted under 'grads', not as optimizer state",
+                     where=where, ref_optimizer_state=ref['optimizer_state'], state=state,
+                     copies_optimizer=_COPIES[optimizer], optimizer=optimizer)
+        return t("{where}: expected optimizer_state = {ref_optimizer_state:,} bytes, found {state:,}",
+                 where=where, ref_optimizer_state=ref['optimizer_state'], state=state)
     return None
 
 
@@ -185,12 +196,12 @@ def _tm_unit_mistake(value: Any, expected: int, size: int) -> str | None:
     if expected == 0:
         return None
     if size != 1 and value * size == expected:
-        return f"that is the element count: multiply by the bytes per element ({size} for this dtype)"
+        return t("that is the element count: multiply by the bytes per element ({size} for this dtype)", size=size)
     if math.isclose(value, expected / 2**20, rel_tol=1e-9) and value != expected:
-        return "that is MiB (bytes / 2**20): return bytes, as a Python int"
+        return t("that is MiB (bytes / 2**20): return bytes, as a Python int")
     if value == expected * 8:
-        return ("that counts bits per element (torch.finfo(dtype).bits): bytes per element is "
-                "torch.tensor([], dtype=dtype).element_size() or dtype.itemsize")
+        return t("that counts bits per element (torch.finfo(dtype).bits): bytes per element is torch.tensor([], "
+                 "dtype=dtype).element_size() or dtype.itemsize")
     return None
 
 
@@ -388,14 +399,14 @@ def _backward_problem(model: nn.Module, x: torch.Tensor) -> str | None:
     try:
         got = torch.autograd.grad(out.sum(), list(model.parameters()))
     except Exception as exc:  # noqa: BLE001 - the candidate's hooks broke backward: say how
-        return (f"backward through the graph built under your hooks failed ({type(exc).__name__}: {exc}): "
-                f"the pack hook's return value is what autograd keeps for backward, so return `t.detach()` "
-                f"from it (and return it unchanged from the unpack hook)")
+        return t("backward through the graph built under your hooks failed ({error}: {exc}): the pack hook's return "
+                 "value is what autograd keeps for backward, so return `t.detach()` from it (and return it unchanged "
+                 "from the unpack hook)", error=type(exc).__name__, exc=exc)
     with torch.enable_grad():
         expected = torch.autograd.grad(nn.Sequential.forward(model, x).sum(), list(model.parameters()))
     if any(not torch.allclose(g, e, atol=1e-6) for g, e in zip(got, expected)):
-        return ("backward through the graph built under your hooks gives wrong gradients: return `t.detach()` "
-                "from the pack hook and the packed value unchanged from the unpack hook")
+        return t("backward through the graph built under your hooks gives wrong gradients: return `t.detach()` from "
+                 "the pack hook and the packed value unchanged from the unpack hook")
     return None
 
 
@@ -496,51 +507,51 @@ def _sab_alternatives(model: nn.Module, x: torch.Tensor) -> dict[str, float]:
 
 
 _SAB_NAMES = {
-    "offset": ("you told storages apart by t.data_ptr(): a view that starts at an offset has another data_ptr "
+    "offset": N_("you told storages apart by t.data_ptr(): a view that starts at an offset has another data_ptr "
                "but the same storage, counted again; key by t.untyped_storage().data_ptr()"),
-    "input x": "the input x is saved for backward too (the first layer needs it): count its storage as well",
-    "int64": ("you counted only floating-point saves: integer ones count too (max-pool saves int64 indices, "
+    "input x": N_("the input x is saved for backward too (the first layer needs it): count its storage as well"),
+    "int64": N_("you counted only floating-point saves: integer ones count too (max-pool saves int64 indices, "
               "8 bytes each)"),
-    "4 bytes": ("you assumed 4 bytes per element and counted elements: use the storage's own size, "
+    "4 bytes": N_("you assumed 4 bytes per element and counted elements: use the storage's own size, "
                 "t.untyped_storage().nbytes() (int64 indices take 8 bytes, a view's storage is larger than the view)"),
-    "output": "you added the output's storage: count only what autograd saves for backward",
-    "number of storages": "you returned the number of storages, not their bytes: add up storage.nbytes()",
+    "output": N_("you added the output's storage: count only what autograd saves for backward"),
+    "number of storages": N_("you returned the number of storages, not their bytes: add up storage.nbytes()"),
 }
 
 
 def _sab_verify(out, ref, args, kwargs):
     if _hooks_left_active():
-        return ("your saved-tensor hook was left active after the function returned (entered with __enter__ "
-                "and never left), so it keeps packing every tensor autograd saves in the session: use "
-                "`with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`")
-    problem = _number_problem(out, "the byte count")
+        return t("your saved-tensor hook was left active after the function returned (entered with __enter__ and "
+                 "never left), so it keeps packing every tensor autograd saves in the session: use `with "
+                 "torch.autograd.graph.saved_tensors_hooks(pack, unpack):`")
+    problem = _number_problem(out, t("the byte count"))
     if problem:
         return problem
     if out != ref:
         model, x = args
-        where = (f"for input of shape {tuple(x.shape)} through {len(list(model.children()))} layers "
-                 f"expected {ref:,} bytes saved for backward, found {out:,}")
+        where = t("for input of shape {shape} through {layers} layers expected {ref:,} bytes saved for backward, "
+                  "found {out:,}", shape=tuple(x.shape), layers=len(list(model.children())), ref=ref, out=out)
         if ref and math.isclose(out, ref / 2**20, rel_tol=1e-9):
-            return f"{where}: that is MiB (bytes / 2**20); return bytes, as a Python int"
+            return t("{where}: that is MiB (bytes / 2**20); return bytes, as a Python int", where=where)
         try:
             alternatives = _sab_alternatives(model, x)
         except Exception:  # noqa: BLE001 - a fingerprint only
             alternatives = {}
         named = [key for key, value in alternatives.items() if value == out and value != ref]
         if len(named) == 1:
-            return f"{where}: {_SAB_NAMES[named[0]]}"
+            return t("{where}: {problem}", where=where, problem=t(_SAB_NAMES[named[0]]))
         if len(x) > 1:
             try:
                 one = saved_activation_bytes_reference(copy.deepcopy(model), x[:1])
             except Exception:  # noqa: BLE001
                 one = None
             if one is not None and out == one:
-                return (f"{where}: that is what one sample saves; measure the whole batch x, as given "
-                        f"(activations grow with the batch size)")
+                return t("{where}: that is what one sample saves; measure the whole batch x, as given (activations "
+                         "grow with the batch size)", where=where)
         return where
     if _graph_kept_alive(args[0]):
-        return ("the count is right, but the layer outputs were still alive after your function "
-                "returned: the forward graph was never freed")
+        return t("the count is right, but the layer outputs were still alive after your function returned: the "
+                 "forward graph was never freed")
     return _backward_problem(*args)
 
 
@@ -759,63 +770,66 @@ def _close_ratio(ratio: float | None, target: float) -> bool:
 def _amp_verify(out, ref, args, kwargs):
     model, x, y, loss_fn, optimizer, scaler, device_type = args
     if isinstance(out, torch.Tensor):
-        return f"expected the loss as a Python float (loss.item()), found a tensor ({describe(out)})"
+        return t("expected the loss as a Python float (loss.item()), found a tensor ({describe_out})",
+                 describe_out=describe(out))
     if isinstance(out, bool) or not isinstance(out, (int, float)):
-        return f"expected the loss as a Python float, found {describe(out)}"
+        return t("expected the loss as a Python float, found {describe_out}", describe_out=describe(out))
     if not any(model.autocast_seen):
-        return ("your forward pass ran without autocast (torch.is_autocast_enabled was False inside "
-                "model.forward)")
+        return t("your forward pass ran without autocast (torch.is_autocast_enabled was False inside model.forward)")
     used = next((d["cpu"] for d in model.dtypes), None)
     if used is not None and used != torch.bfloat16:
-        return (f"with device_type='cpu' your forward ran under autocast with {used}; the task says "
-                f"bfloat16 on 'cpu' (float16 is for 'cuda'): choose the dtype from device_type")
+        return t("with device_type='cpu' your forward ran under autocast with {used}; the task says bfloat16 on "
+                 "'cpu' (float16 is for 'cuda'): choose the dtype from device_type", used=used)
     calls = scaler.calls
     if getattr(loss_fn, "autocast_seen", None) and not any(loss_fn.autocast_seen):
-        return ("the loss was computed outside autocast: compute loss_fn(model(x), y) inside the "
-                "`with torch.autocast(...)` block too, where autocast runs it in float32")
+        return t("the loss was computed outside autocast: compute loss_fn(model(x), y) inside the `with "
+                 "torch.autocast(...)` block too, where autocast runs it in float32")
     if "scale" not in calls:
-        return "scaler.scale(loss) was never called, so backward ran on the unscaled loss"
+        return t("scaler.scale(loss) was never called, so backward ran on the unscaled loss")
     if "step" not in calls:
-        return "scaler.step(optimizer) was never called, so nothing unscaled the gradients or checked them for inf"
+        return t("scaler.step(optimizer) was never called, so nothing unscaled the gradients or checked them for inf")
     if "optimizer.step" in calls:
-        return ("optimizer.step() was called directly as well as scaler.step(optimizer): scaler.step calls "
-                "optimizer.step() itself (after unscaling, and only when no gradient overflowed); the extra "
-                "call applies the scaled gradients. Remove optimizer.step()")
+        return t("optimizer.step() was called directly as well as scaler.step(optimizer): scaler.step calls "
+                 "optimizer.step() itself (after unscaling, and only when no gradient overflowed); the extra call "
+                 "applies the scaled gradients. Remove optimizer.step()")
     expected = _amp_expected(scaler.recipe)
     if "update" not in calls:
-        return (f"scaler.update() was never called: the loss scale stayed {scaler.get_scale():g}, "
-                f"expected {expected['scale']:g} after this step")
+        return t("scaler.update() was never called: the loss scale stayed {scaler_get_scale:g}, expected "
+                 "{expected_scale:g} after this step",
+                 scaler_get_scale=scaler.get_scale(), expected_scale=expected['scale'])
     if not math.isclose(out, expected["loss"], rel_tol=0.05, abs_tol=1e-6):
         times = out / expected["loss"] if expected["loss"] else float("nan")
-        return f"expected the returned loss ≈ {expected['loss']:.4g}, found {out:.4g} ({times:.3g}x)"
+        return t("expected the returned loss ≈ {expected_loss:.4g}, found {out:.4g} ({times:.3g}x)",
+                 expected_loss=expected['loss'], out=out, times=times)
     stale = scaler.recipe in ("stale", "stale_inf")
     if stale and any(not torch.equal(p.detach(), p1) for p, p1 in zip(model.parameters(), expected["after"])):
         unchanged = all(torch.equal(p.detach(), p0) for p, p0 in zip(model.parameters(), expected["before"]))
         model.stale_problem = True
         if scaler.recipe == "stale_inf" and unchanged:
-            return ("the model arrived with the inf gradients of an overflowed step still in .grad; backward "
-                    "added to them, so this step overflowed too and was skipped (and so would every later "
-                    "one): clear the gradients first")
-        return ("the model arrived with the previous step's gradients still in .grad; backward added this "
-                "step's to them, so the update is wrong: clear the gradients first")
+            return t("the model arrived with the inf gradients of an overflowed step still in .grad; backward added "
+                     "to them, so this step overflowed too and was skipped (and so would every later one): clear the "
+                     "gradients first")
+        return t("the model arrived with the previous step's gradients still in .grad; backward added this step's to "
+                 "them, so the update is wrong: clear the gradients first")
     if scaler.get_scale() != expected["scale"]:
-        return f"expected the loss scale {expected['scale']:g} after this step, found {scaler.get_scale():g}"
+        return t("expected the loss scale {expected_scale:g} after this step, found {scaler_get_scale:g}",
+                 expected_scale=expected['scale'], scaler_get_scale=scaler.get_scale())
     for (name, p), p0, p1 in zip(model.named_parameters(), expected["before"], expected["after"]):
         if not torch.isfinite(p).all():
-            return (f"parameter {name} contains inf/NaN after your step: a step with inf gradients "
-                    f"must be skipped (scaler.step does that)")
+            return t("parameter {name} contains inf/NaN after your step: a step with inf gradients must be skipped "
+                     "(scaler.step does that)", name=name)
         if torch.equal(p1, p0):
             if not torch.equal(p.detach(), p0):
-                return (f"parameter {name} changed, but this step's gradients overflowed: "
-                        f"the update must be skipped")
+                return t("parameter {name} changed, but this step's gradients overflowed: the update must be skipped",
+                         name=name)
             continue
         if _rel(p.detach() - p0, p1 - p0) > 0.1:
-            return (f"the update of parameter {name} differs from the expected one (relative difference "
-                    f"{_rel(p.detach() - p0, p1 - p0):.3g})")
+            return t("the update of parameter {name} differs from the expected one (relative difference "
+                     "{rel_p_detach_p0_p1_p0:.3g})", name=name, rel_p_detach_p0_p1_p0=_rel(p.detach() - p0, p1 - p0))
     ratio = _grad_ratio(args)
     if ratio is not None and not _close_ratio(ratio, 1.0):
-        return (f"the gradients left in .grad are {ratio:.3g}x the expected (unscaled) ones; "
-                f"the loss scale was {scaler.initial_scale:g}")
+        return t("the gradients left in .grad are {ratio:.3g}x the expected (unscaled) ones; the loss scale was "
+                 "{scaler_initial_scale:g}", ratio=ratio, scaler_initial_scale=scaler.initial_scale)
     return None
 
 
@@ -861,13 +875,13 @@ def _amp_on_cuda(candidate) -> str | None:
         return None
     seen = model.dtypes[0]
     if seen["cuda"] != torch.float16:
-        return (f"with device_type='cuda' your autocast used {seen['cuda']}: the task says float16 on "
-                f"'cuda' (bfloat16 on 'cpu'); choose the dtype from device_type instead of hard-coding it\n"
-                f"  Hint (wrong low-precision dtype for the device): torch.bfloat16 if device_type == 'cpu' "
-                f"else torch.float16.")
+        return t("with device_type='cuda' your autocast used {seen_cuda}: the task says float16 on 'cuda' (bfloat16 "
+                 "on 'cpu'); choose the dtype from device_type instead of hard-coding it\n  Hint (wrong "
+                 "low-precision dtype for the device): torch.bfloat16 if device_type == 'cpu' else torch.float16.",
+                 seen_cuda=seen['cuda'])
     if any(model.autocast_seen):
-        return ("called with device_type='cuda', your forward ran under CPU autocast: pass the argument "
-                "on, torch.autocast(device_type=device_type, ...), instead of a fixed 'cpu'")
+        return t("called with device_type='cuda', your forward ran under CPU autocast: pass the argument on, "
+                 "torch.autocast(device_type=device_type, ...), instead of a fixed 'cpu'")
     return None
 
 

@@ -34,6 +34,7 @@ from torch import nn
 from course_utils.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint,
                                      saved_as_if_on)
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.i18n import N_, t
 from course_utils.resume_demo import build, seed_all, train
 
 
@@ -266,11 +267,12 @@ def _save_case(seed: int, epochs_done: int, as_str: bool = False, no_metric: boo
     return factory
 
 
-_NEEDED = {"model": "the weights (model.state_dict())",
-           "optimizer": "Adam's moments and the current LR (optimizer.state_dict())",
-           "scheduler": "where the LR schedule is (scheduler.state_dict())",
-           "epoch": "the epoch counter", "step": "the step counter", "best_metric": "the best metric so far",
-           "rng": "the random states (capture_rng_state(generator))"}
+_NEEDED = {"model": N_("the weights (model.state_dict())"),
+           "optimizer": N_("Adam's moments and the current LR (optimizer.state_dict())"),
+           "scheduler": N_("where the LR schedule is (scheduler.state_dict())"),
+           "epoch": N_("the epoch counter"), "step": N_("the step counter"),
+           "best_metric": N_("the best metric so far"),
+           "rng": N_("the random states (capture_rng_state(generator))")}
 
 
 def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, str | None]:
@@ -280,58 +282,65 @@ def _save_problem(out: Any, ref: Path, args: tuple, kwargs: dict) -> tuple[str, 
     except Exception as exc:
         text = str(exc)
         refused = text.split("Unsupported global: ")[-1].split(" was not")[0].removeprefix("GLOBAL ")
-        reason = (f"it contains a {refused} object, not only tensors, numbers, strings and containers"
+        reason = (t("it contains a {refused} object, not only tensors, numbers, strings and containers",
+                    refused=refused)
                   if "Unsupported global" in text else text.strip().splitlines()[0][:160])
-        return "weights_only", f"torch.load(path, weights_only=True) refused your file: {reason}"
+        return "weights_only", t("torch.load(path, weights_only=True) refused your file: {reason}", reason=reason)
     if not isinstance(ckpt, dict) or ckpt.get("note") == "the previous checkpoint":
-        return "unchanged", f"{path.name} does not hold your new checkpoint dict: write it to `path`"
+        return "unchanged", t("{path_name} does not hold your new checkpoint dict: write it to `path`",
+                              path_name=path.name)
     for key in _NEEDED:
         if key not in ckpt:
             code = key if key in ("optimizer", "scheduler", "rng") else "keys"
-            return code, (f"your checkpoint has no {key!r} entry (found keys {sorted(ckpt)}); "
-                          f"a resume needs {_NEEDED[key]}")
+            return code, t("your checkpoint has no {key!r} entry (found keys {sorted_ckpt}); a resume needs "
+                           "{needed_key}", key=key, sorted_ckpt=sorted(ckpt), needed_key=t(_NEEDED[key]))
     expected = torch.load(ref, weights_only=True)
     for key in ("model", "optimizer", "scheduler", "epoch", "step", "best_metric"):
         if not _same(ckpt[key], expected[key]):
-            return "keys", f"the {key!r} entry does not hold {_NEEDED[key]} as it was at save time"
+            return "keys", t("the {key!r} entry does not hold {needed_key} as it was at save time",
+                             key=key, needed_key=t(_NEEDED[key]))
     rng = ckpt["rng"]
     if isinstance(rng, dict) and rng.get("generator") is None:
-        return "generator", ("your 'rng' entry has no DataLoader generator state: after a resume "
-                             "the batches would come in a different order")
+        return "generator", t("your 'rng' entry has no DataLoader generator state: after a resume the batches would "
+                              "come in a different order")
     if not _same(rng, expected["rng"]):
-        return "rng_wrong", "the 'rng' entry is not capture_rng_state(generator) taken at save time"
+        return "rng_wrong", t("the 'rng' entry is not capture_rng_state(generator) taken at save time")
     seed, done = _CASE_INFO[str(path)]
     run = _fresh_run(seed)
     load_checkpoint(path, run.model, run.optimizer, run.scheduler, generator=run.generator)
     train(run, TOTAL_EPOCHS - done)
     diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
     if diff != 0:
-        return "resume", (f"resuming from your checkpoint does not reproduce the uninterrupted run "
-                          f"(largest parameter difference {diff:.3g})")
+        return "resume", t("resuming from your checkpoint does not reproduce the uninterrupted run (largest "
+                           "parameter difference {diff:.3g})", diff=diff)
     real = os.path.realpath(path)
     arrived = [src for src, dst in _RENAMES.get(os.path.dirname(real), []) if dst == real]
     if not arrived:
-        return "atomic", (f"non-atomic write: nothing was os.replace()-d onto {path.name}, so the previous "
-                          f"checkpoint was overwritten in place; a crash mid-write leaves a truncated file")
+        return "atomic", t("non-atomic write: nothing was os.replace()-d onto {path_name}, so the previous "
+                           "checkpoint was overwritten in place; a crash mid-write leaves a truncated file",
+                           path_name=path.name)
     if any(dst == real for _, dst in _PLAIN_RENAMES):
-        return "rename", (f"your temp file reached {path.name} through os.rename (or Path.rename): on Windows that "
-                          f"fails when {path.name} already exists; use os.replace(tmp, path), which replaces "
-                          f"it atomically everywhere")
+        return "rename", t("your temp file reached {path_name} through os.rename (or Path.rename): on Windows that "
+                           "fails when {path_name} already exists; use os.replace(tmp, path), which replaces it "
+                           "atomically everywhere", path_name=path.name)
     if os.path.dirname(arrived[-1]) != os.path.dirname(real):
-        return "tmp_folder", (f"your temp file was in {os.path.dirname(arrived[-1])}, not next to {path.name}: "
-                              f"os.replace is only atomic within one filesystem (and fails across them)")
+        return "tmp_folder", t("your temp file was in {os_path_dirname_arrived_1}, not next to {path_name}: "
+                               "os.replace is only atomic within one filesystem (and fails across them)",
+                               os_path_dirname_arrived_1=os.path.dirname(arrived[-1]), path_name=path.name)
     leftovers = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
     if leftovers:
-        return "leftover", f"files left next to your checkpoint: {leftovers}; the temp file must be renamed"
+        return "leftover", t("files left next to your checkpoint: {leftovers}; the temp file must be renamed",
+                             leftovers=leftovers)
     st = os.stat(real)
     synced = _SYNCED.get((st.st_dev, st.st_ino))
     if synced is None:
-        return "fsync", ("the temp file was never os.fsync()-ed: after a power cut the rename can reach the disk "
-                         "before the data, leaving an empty checkpoint. Inside the `with open(tmp, 'wb') as f:` "
-                         "block call f.flush() and then os.fsync(f.fileno())")
+        return "fsync", t("the temp file was never os.fsync()-ed: after a power cut the rename can reach the disk "
+                          "before the data, leaving an empty checkpoint. Inside the `with open(tmp, 'wb') as f:` "
+                          "block call f.flush() and then os.fsync(f.fileno())")
     if synced < st.st_size:
-        return "flush", (f"os.fsync ran while only {synced:,} of {st.st_size:,} bytes had left Python's write "
-                         f"buffer: call f.flush() first, then os.fsync(f.fileno())")
+        return "flush", t("os.fsync ran while only {synced:,} of {st_st_size:,} bytes had left Python's write "
+                          "buffer: call f.flush() first, then os.fsync(f.fileno())",
+                          synced=synced, st_st_size=st.st_size)
     return "ok", None
 
 
@@ -483,10 +492,13 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     path = Path(args[0])
     saved = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(out, dict):
-        return "return", f"expected the checkpoint dict (what torch.load returned), found {describe(out)}"
+        return "return", t("expected the checkpoint dict (what torch.load returned), found {describe_out}",
+                           describe_out=describe(out))
     if out.get("epoch") != saved["epoch"] or out.get("step") != saved["step"]:
-        return "return", (f"expected the returned dict to say epoch {saved['epoch']}, step {saved['step']}; "
-                          f"found epoch {out.get('epoch')!r}, step {out.get('step')!r}")
+        return "return", t("expected the returned dict to say epoch {saved_epoch}, step {saved_step}; found epoch "
+                           "{out_get_epoch!r}, step {out_get_step!r}",
+                           saved_epoch=saved['epoch'], saved_step=saved['step'],
+                           out_get_epoch=out.get("epoch"), out_get_step=out.get("step"))
     seed, done = _CASE_INFO[str(path)]
     run = _fresh_run(seed)
     record: list[str] = []
@@ -503,40 +515,42 @@ def _load_problem(out: Any, args: tuple) -> tuple[str, str | None]:
     flags_now = [m.training for m in run.model.modules()]
     if flags_now != flags_before:
         now = "eval" if not run.model.training else "another"
-        return "mode", (f"your loader left the model in {now} mode (it came in train mode): loading a "
-                        f"checkpoint must not switch train/eval, training resumes right after it")
+        return "mode", t("your loader left the model in {now} mode (it came in train mode): loading a checkpoint "
+                         "must not switch train/eval, training resumes right after it", now=now)
     if any(p is not q for p, q in zip(run.model.parameters(), params_before)):
-        return "assign", ("after loading, the model holds new parameter tensors (load_state_dict(..., "
-                          "assign=True)), while the optimizer still updates the old ones: load without "
-                          "assign, so the values are copied into the existing parameters")
+        return "assign", t("after loading, the model holds new parameter tensors (load_state_dict(..., "
+                           "assign=True)), while the optimizer still updates the old ones: load without assign, so "
+                           "the values are copied into the existing parameters")
     if isinstance(map_location, RecordingMap) and not map_location.locations:
-        return "map_location", ("the case passed map_location=<a function> and torch.load never called it: "
-                                "pass the map_location argument on, torch.load(path, map_location=map_location, "
-                                "weights_only=True), instead of a fixed value")
+        return "map_location", t("the case passed map_location=<a function> and torch.load never called it: pass the "
+                                 "map_location argument on, torch.load(path, map_location=map_location, "
+                                 "weights_only=True), instead of a fixed value")
     if record:
         example = next((name for name in record if name.startswith("torch.")), record[0])
-        return "weights_only", (f"your loader unpickled the file with weights_only=False (it looked up "
-                                f"{example} through the full pickle machinery, which can run any code)")
+        return "weights_only", t("your loader unpickled the file with weights_only=False (it looked up {example} "
+                                 "through the full pickle machinery, which can run any code)", example=example)
     if not _same(run.model.state_dict(), saved["model"]):
-        return "model", "after loading, the model's weights are not the checkpoint's"
+        return "model", t("after loading, the model's weights are not the checkpoint's")
     if not _same(run.optimizer.state_dict(), saved["optimizer"]):
         have = len(run.optimizer.state_dict()["state"])
-        return "optimizer", (f"after loading, the optimizer holds state for {have} of "
-                             f"{len(saved['optimizer']['state'])} parameters (Adam's exp_avg/exp_avg_sq "
-                             f"were not restored)")
+        return "optimizer", t("after loading, the optimizer holds state for {have} of {len_saved_optimizer_state} "
+                              "parameters (Adam's exp_avg/exp_avg_sq were not restored)",
+                              have=have, len_saved_optimizer_state=len(saved['optimizer']['state']))
     if not _same(run.scheduler.state_dict(), saved["scheduler"]):
-        return "scheduler", (f"after loading, scheduler.last_epoch is {run.scheduler.last_epoch}; the "
-                             f"checkpoint says {saved['scheduler']['last_epoch']}")
+        return "scheduler", t("after loading, scheduler.last_epoch is {run_scheduler_last_epoch}; the checkpoint "
+                              "says {saved_scheduler_last_epoch}",
+                              run_scheduler_last_epoch=run.scheduler.last_epoch,
+                              saved_scheduler_last_epoch=saved["scheduler"]["last_epoch"])
     for key in ("torch", "numpy", "python"):
         if not _same(rng_now[key], saved["rng"][key]):
-            return "rng", f"after loading, the global {key} random state is not the one in the checkpoint"
+            return "rng", t("after loading, the global {key} random state is not the one in the checkpoint", key=key)
     if not _same(rng_now["generator"], saved["rng"]["generator"]):
-        return "generator", "after loading, the DataLoader's generator is not in the checkpoint's state"
+        return "generator", t("after loading, the DataLoader's generator is not in the checkpoint's state")
     train(run, TOTAL_EPOCHS - done)
     diff = _max_diff([p.detach() for p in run.model.parameters()], _straight_params(seed))
     if diff != 0:
-        return "resume", (f"training on after your load does not reproduce the uninterrupted run "
-                          f"(largest parameter difference {diff:.3g})")
+        return "resume", t("training on after your load does not reproduce the uninterrupted run (largest parameter "
+                           "difference {diff:.3g})", diff=diff)
     return "ok", None
 
 
@@ -638,29 +652,33 @@ def _latest_verify(out, ref, args, kwargs):
     names = sorted(p.name for p in folder.iterdir())
     if ref is None:
         if out is not None:
-            return (f"the folder holds no finished epoch-<n>.pt ({names or 'it is empty'}): expected None, "
-                    f"found {describe(out)}")
+            return t("the folder holds no finished epoch-<n>.pt ({names}): expected None, found "
+                     "{describe_out}", names=names or t("it is empty"), describe_out=describe(out))
         return None
     if out is None:
-        return f"expected the path of {ref.name} (the folder holds {names}), found None"
+        return t("expected the path of {ref_name} (the folder holds {names}), found None",
+                 ref_name=ref.name, names=names)
     if not isinstance(out, (str, os.PathLike)):
-        return f"expected a Path, found {describe(out)}"
+        return t("expected a Path, found {describe_out}", describe_out=describe(out))
     if folder.resolve() in Path(out).resolve().parents[1:]:
-        return (f"found {out}, in a subfolder: only the files directly in the folder count "
-                f"(folder.iterdir() or folder.glob(...), not rglob): expected {ref.name}")
+        return t("found {out}, in a subfolder: only the files directly in the folder count (folder.iterdir() or "
+                 "folder.glob(...), not rglob): expected {ref_name}", out=out, ref_name=ref.name)
     if Path(out).name != ref.name and not _EPOCH_FILE.fullmatch(Path(out).name) \
             and (folder / Path(out).name).exists():
-        return (f"expected {ref.name} (the folder holds {names}), found {Path(out).name}, which is not named "
-                f"epoch-<n>.pt: match the whole name, re.fullmatch(r'epoch-(\\d+)\\.pt', p.name)")
+        return t("expected {ref_name} (the folder holds {names}), found {path_out_name}, which is not named "
+                 "epoch-<n>.pt: match the whole name, re.fullmatch(r'epoch-(\\d+)\\.pt', p.name)",
+                 ref_name=ref.name, names=names, path_out_name=Path(out).name)
     if Path(out).name != ref.name:
-        return f"expected {ref.name} (the folder holds {names}), found {Path(out).name}"
+        return t("expected {ref_name} (the folder holds {names}), found {path_out_name}",
+                 ref_name=ref.name, names=names, path_out_name=Path(out).name)
     if not Path(out).is_absolute() and Path(out).resolve() != (folder / ref.name).resolve():
-        return (f"expected the full path (folder / {ref.name!r}), found only {str(out)!r}: return the Path from "
-                f"folder.iterdir() (or Path(folder) / name), not the bare file name")
+        return t("expected the full path (folder / {ref_name!r}), found only {out!r}: return the Path from "
+                 "folder.iterdir() (or Path(folder) / name), not the bare file name", ref_name=ref.name, out=str(out))
     if Path(out).resolve() != (folder / ref.name).resolve():
-        return f"expected a file in the folder you were given, found {out}"
+        return t("expected a file in the folder you were given, found {out}", out=out)
     if not isinstance(out, Path):
-        return f"expected a pathlib.Path, found {describe(out)}: return the Path itself, not str(path)"
+        return t("expected a pathlib.Path, found {describe_out}: return the Path itself, not str(path)",
+                 describe_out=describe(out))
     return None
 
 
@@ -789,25 +807,28 @@ def _clean_case(prefix: str):
 def _clean_verify(out, ref, args, kwargs):
     (given,) = args
     if not isinstance(out, dict):
-        return f"expected a dict, found {describe(out)}"
+        return t("expected a dict, found {describe_out}", describe_out=describe(out))
     if list(out) != list(ref):
         keys, given_keys = list(out), list(given)
         if keys == [k.lstrip("module.").lstrip("_orig_mod.") for k in given_keys] or \
                 keys == [k.lstrip("_orig_mod.").lstrip("module.") for k in given_keys]:
-            return (f"str.lstrip('module.') strips any of the characters m, o, d, u, l, e, '.' from the start, not "
-                    f"the prefix: expected keys {list(ref)}, found {keys}; use key.removeprefix('module.')")
+            return t("str.lstrip('module.') strips any of the characters m, o, d, u, l, e, '.' from the start, not "
+                     "the prefix: expected keys {list_ref}, found {keys}; use key.removeprefix('module.')",
+                     list_ref=list(ref), keys=keys)
         for want, have in zip(ref, keys):
             if want != have and want.startswith(("module", "_orig_mod")):
-                return (f"{want!r} starts with 'module' but not with the prefix 'module.' (with the dot): strip "
-                        f"only whole prefixes 'module.' and '_orig_mod.'; expected keys {list(ref)}, found {keys}")
-        return f"expected keys {list(ref)}, found {keys}"
+                return t("{want!r} starts with 'module' but not with the prefix 'module.' (with the dot): strip only "
+                         "whole prefixes 'module.' and '_orig_mod.'; expected keys {list_ref}, found {keys}",
+                         want=want, list_ref=list(ref), keys=keys)
+        return t("expected keys {list_ref}, found {keys}", list_ref=list(ref), keys=keys)
     for key in ref:
         if not (isinstance(out[key], torch.Tensor) and out[key].dtype == ref[key].dtype
                 and out[key].shape == ref[key].shape and torch.equal(out[key], ref[key])):
-            return (f"the value of {key!r} changed ({describe(out[key])}, expected {describe(ref[key])}): "
-                    f"keep the values unchanged, only the keys change")
+            return t("the value of {key!r} changed ({describe_out_key}, expected {describe_ref_key}): keep the "
+                     "values unchanged, only the keys change",
+                     key=key, describe_out_key=describe(out[key]), describe_ref_key=describe(ref[key]))
     if tuple(given) != given.original_keys:
-        return "your function changed the caller's state_dict; build and return a new dict"
+        return t("your function changed the caller's state_dict; build and return a new dict")
     return None
 
 
