@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.i18n import N_, t
 
 
 # --- 10.seed_everything ---------------------------------------------------------------------------
@@ -76,7 +77,7 @@ def _seed_reused_generator(seed):
     return _SHARED.manual_seed(seed)  # the same object every call
 
 
-_RNG_NAMES = ("Python's `random`", "NumPy's global generator (np.random)", "torch's global generator")
+_RNG_NAMES = (N_("Python's `random`"), N_("NumPy's global generator (np.random)"), N_("torch's global generator"))
 _SEEDS = (3, 2024, 7)
 #: seed -> (the next draw of each global generator right after the candidate returned, its output).
 #: Filled by ``inspect``, which calls the candidate itself once per seed: that is the one place that
@@ -125,34 +126,37 @@ def _seed_watch(candidate: Any) -> None:
 def _seed_verify(out, ref, args, kwargs):
     (seed,) = args
     if not isinstance(out, torch.Generator):
-        return (f"expected seed_everything to return a torch.Generator (for DataLoader(generator=...)), "
-                f"found {describe(out)}")
+        return t("expected seed_everything to return a torch.Generator (for DataLoader(generator=...)), "
+                 "found {got}", got=describe(out))
     if out is torch.default_generator:
-        return ("you returned torch's global generator (torch.manual_seed(seed) returns it): a DataLoader "
-                "given it shares its stream with dropout and every other draw; return a new one, "
-                "torch.Generator().manual_seed(seed)")
+        return t("you returned torch's global generator (torch.manual_seed(seed) returns it): a DataLoader "
+                 "given it shares its stream with dropout and every other draw; return a new one, "
+                 "torch.Generator().manual_seed(seed)")
     outputs = [o for _, o in _AFTER_CANDIDATE.values()]
     if any(a is b for i, a in enumerate(outputs) for b in outputs[i + 1:]):
-        return ("two calls returned the same generator object: each call must return a NEW "
-                "torch.Generator().manual_seed(seed), or two loaders would share one stream")
+        return t("two calls returned the same generator object: each call must return a NEW "
+                 "torch.Generator().manual_seed(seed), or two loaders would share one stream")
     got, expected = _AFTER_CANDIDATE.get(seed, (None, None))[0], _expected_draws(seed)
     for index, (name, value, wanted) in enumerate(zip(_RNG_NAMES, got or (), expected)):
         skipped = _advanced_by(seed, index, value)
         if value != wanted and skipped:
-            return (f"after seed_everything({seed}) the next number from {name} is draw number {skipped + 1} "
-                    f"after seeding with {seed}: the generator was seeded, then advanced by {skipped} draw(s) "
-                    f"inside your function; draw nothing after seeding")
+            return t("after seed_everything({seed}) the next number from {name} is draw number {number} "
+                     "after seeding with {seed}: the generator was seeded, then advanced by {skipped} draw(s) "
+                     "inside your function; draw nothing after seeding",
+                     seed=seed, name=t(name), number=skipped + 1, skipped=skipped)
         if value != wanted:
-            return (f"after seed_everything({seed}) the next number from {name} should be {wanted:.6f} "
-                    f"(the first draw after seeding with {seed}); it was not seeded with `seed`")
+            return t("after seed_everything({seed}) the next number from {name} should be {wanted:.6f} "
+                     "(the first draw after seeding with {seed}); it was not seeded with `seed`",
+                     seed=seed, name=t(name), wanted=wanted)
     if float(torch.rand(1, generator=out)) != expected[2]:
         if out.initial_seed() != seed and out.initial_seed() != torch.Generator().initial_seed():
-            return (f"the returned generator is not seeded with `seed` ({seed}): its seed is {out.initial_seed()}; "
-                    f"return torch.Generator().manual_seed(seed)")
+            return t("the returned generator is not seeded with `seed` ({seed}): its seed is {found}; "
+                     "return torch.Generator().manual_seed(seed)", seed=seed, found=out.initial_seed())
         if out.initial_seed() == seed:
-            return (f"the returned generator was seeded with {seed} but then advanced: something drew from it "
-                    f"before it was returned, so the loader would not start at the first draw after seeding")
-        return f"the returned generator is not seeded: call .manual_seed({seed}) on it"
+            return t("the returned generator was seeded with {seed} but then advanced: something drew from it "
+                     "before it was returned, so the loader would not start at the first draw after seeding",
+                     seed=seed)
+        return t("the returned generator is not seeded: call .manual_seed({seed}) on it", seed=seed)
     return None
 
 
@@ -401,27 +405,29 @@ def _hooks_left_after_raise() -> bool:
 def _nonfinite_verify(out, ref, args, kwargs):
     model = args[0]
     if any(m._forward_hooks for m in model.modules()):
-        return "your hooks are still registered on the model after the function returned"
+        return t("your hooks are still registered on the model after the function returned")
     if not isinstance(out, list) or not all(isinstance(n, str) for n in out):
-        return f"expected a list of module names (str), found {describe(out)}"
+        return t("expected a list of module names (str), found {got}", got=describe(out))
     if out != ref:
         if sorted(set(out)) == sorted(set(ref)) and len(out) < len(ref):
             twice = ", ".join(f"`{n}`" for n in dict.fromkeys(ref) if ref.count(n) > out.count(n))
-            return (f"expected {ref}, found {out}: a module that runs twice (here {twice}) is listed each "
-                    f"time its output is non-finite, in the order the calls ran")
+            return t("expected {ref}, found {out}: a module that runs twice (here {twice}) is listed each "
+                     "time its output is non-finite, in the order the calls ran", ref=ref, out=out, twice=twice)
         containers = [n for n in dict.fromkeys(out) if n not in ref
                       and any(name == n and list(m.children()) for name, m in model.named_modules())]
         if containers:
-            shown = ", ".join("the whole model ('')" if n == "" else f"`{n}`" for n in containers)
-            return (f"expected {ref}, found {out}: {shown} has children, it is not a leaf module. Hook only "
-                    f"the modules of model.named_modules() with no children (`not list(m.children())`)")
+            shown = ", ".join(t("the whole model ('')") if n == "" else f"`{n}`" for n in containers)
+            return t("expected {ref}, found {out}: {shown} has children, it is not a leaf module. Hook only "
+                     "the modules of model.named_modules() with no children (`not list(m.children())`)",
+                     ref=ref, out=out, shown=shown)
         named = _nonfinite_mistake(out, ref, args)
         if named:
-            return f"expected {ref}, found {out}: {named}"
-        return f"expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}"
+            return t("expected {ref}, found {out}: {named}", ref=ref, out=out, named=named)
+        return t("expected {ref} (leaf modules whose output has NaN or Inf, in the order they ran), found {out}",
+                 ref=ref, out=out)
     if getattr(model, "_then_raising", False) and _hooks_left_after_raise():
-        return ("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
-                "registered on its modules: remove them in a `finally:` block")
+        return t("when the forward pass raised (a model with a bug in a middle layer), your hooks stayed "
+                 "registered on its modules: remove them in a `finally:` block")
     return None
 
 
@@ -458,12 +464,12 @@ def _nonfinite_mistake(out: list, ref: list, args: tuple) -> str | None:
     model, x = args
     leaves = [name for name, m in model.named_modules() if not list(m.children())]
     if ref and len(out) == len(ref) and set(out) == {leaves[-1]} and len(set(ref)) > 1:
-        return (f"every entry is the last leaf's name `{leaves[-1]}`: a lambda defined in a loop reads `name` "
-                f"when it runs, after the loop has ended; bind it when the hook is made: "
-                f"`lambda m, i, o, name=name: ...`")
+        return t("every entry is the last leaf's name `{leaf}`: a lambda defined in a loop reads `name` "
+                 "when it runs, after the loop has ended; bind it when the hook is made: "
+                 "`lambda m, i, o, name=name: ...`", leaf=leaves[-1])
     if out == _names_with(model, x, lambda i, o: bool(torch.isinf(o).any())):
-        return ("the NaN outputs are missing: torch.isinf misses NaN; test `not torch.isfinite(output).all()`, "
-                "which catches both")
+        return t("the NaN outputs are missing: torch.isinf misses NaN; test `not torch.isfinite(output).all()`, "
+                 "which catches both")
     inputs, custom = _inputs_checked(out, model, x), _custom_skipped(out, ref, model)
     if inputs and custom:  # the same list here: ask the candidate about a model where they differ
         candidate = _CANDIDATE.get("nonfinite")
@@ -476,17 +482,17 @@ def _nonfinite_mistake(out: list, ref: list, args: tuple) -> str | None:
         other_ref = nonfinite_layers_reference(*_nonfinite_cases()[1]()[0])
         inputs, custom = _inputs_checked(found, other, other_x), _custom_skipped(found, other_ref, other)
     if inputs and not custom:
-        return ("you reported the modules whose inputs are non-finite, not their output: a forward pre-hook "
-                "(register_forward_pre_hook) sees only the inputs; use register_forward_hook and test its third "
-                "argument, the output")
+        return t("you reported the modules whose inputs are non-finite, not their output: a forward pre-hook "
+                 "(register_forward_pre_hook) sees only the inputs; use register_forward_hook and test its third "
+                 "argument, the output")
     if custom and not inputs:
         kinds = {type(m).__name__ for name, m in model.named_modules()
                  if not list(m.children()) and not type(m).__module__.startswith("torch.nn")}
-        return (f"the leaves of other classes ({', '.join(sorted(kinds))}) were not hooked: hook every leaf module "
-                f"(`not list(m.children())`), whatever its type")
+        return t("the leaves of other classes ({kinds}) were not hooked: hook every leaf module "
+                 "(`not list(m.children())`), whatever its type", kinds=", ".join(sorted(kinds)))
     if len(ref) > 1 and out == ref[-1:]:
-        return ("only the last module is listed: looking at the model's final output cannot tell where the "
-                "NaN/Inf appeared; hook every leaf module and record each one whose output is non-finite")
+        return t("only the last module is listed: looking at the model's final output cannot tell where the "
+                 "NaN/Inf appeared; hook every leaf module and record each one whose output is non-finite")
     return None
 
 
@@ -697,34 +703,35 @@ def _largest(model: nn.Module, other: nn.Module) -> float:
 
 def _fix_verify(out, ref, args, kwargs):
     if isinstance(out, torch.Tensor) or not isinstance(out, (int, float)):
-        return f"expected the loss as a Python float (loss.item()), found {describe(out)}"
+        return t("expected the loss as a Python float (loss.item()), found {got}", got=describe(out))
     model, optimizer, loss_fn = args[0], args[2], args[3]
     if abs(out - ref) > 1e-5 * max(1.0, abs(ref)):
         if abs(out - _variant_step(model._case_seed, sigmoid=True)[0]) <= 1e-5 * max(1.0, abs(ref)):
-            return (f"returned loss {out:.4f}, expected {ref:.4f}: a sigmoid was applied before the loss; "
-                    f"CrossEntropyLoss takes the raw logits")
-        return (f"returned loss {out:.4f}, expected {ref:.4f}: loss_fn(model(x), y) on this batch before the "
-                f"update, with the loss_fn you are given (here {loss_fn!r})")
+            return t("returned loss {out:.4f}, expected {ref:.4f}: a sigmoid was applied before the loss; "
+                     "CrossEntropyLoss takes the raw logits", out=out, ref=ref)
+        return t("returned loss {out:.4f}, expected {ref:.4f}: loss_fn(model(x), y) on this batch before the "
+                 "update, with the loss_fn you are given (here {loss_fn})", out=out, ref=ref, loss_fn=repr(loss_fn))
     if _GRADS_ARRIVED.get(id(model), 1) == 0:
-        return ("no gradient reached the parameters during your step, so the update used none: is "
-                "loss.backward() called, and does the loss come from a graph through the parameters (a forward "
-                "pass under torch.no_grad(), or a detached output, builds none)?")
+        return t("no gradient reached the parameters during your step, so the update used none: is "
+                 "loss.backward() called, and does the loss come from a graph through the parameters (a forward "
+                 "pass under torch.no_grad(), or a detached output, builds none)?")
     expected_model, batch, optimizer_ref, loss_fn_ref = fix_train_step_inputs(*model._case_seed)
     fix_train_step_reference(expected_model, batch, optimizer_ref, loss_fn_ref)
     diff = _largest(model, expected_model)
     if diff > 1e-5:
         if _largest(model, _variant_step(model._case_seed, steps=2)[1]) <= 1e-6:
-            return "optimizer.step() ran twice: the update was applied twice; step once per batch"
+            return t("optimizer.step() ran twice: the update was applied twice; step once per batch")
         if _largest(model, _variant_step(model._case_seed, scale=True)[1]) <= 1e-6:
-            return ("the update is len(y) times too large: backward() ran on a loss scaled by the batch size; "
-                    "call backward() on loss_fn(model(x), y) itself")
+            return t("the update is len(y) times too large: backward() ran on a loss scaled by the batch size; "
+                     "call backward() on loss_fn(model(x), y) itself")
         if _largest(model, _variant_step(model._case_seed, clip=1.0)[1]) <= 1e-6:
-            return ("your update was clipped to gradient norm 1.0: the broken step has no clipping, and the task "
-                    "is to fix its three problems without changing the update")
-        return f"after one step the parameters differ from the expected ones (largest difference {diff:.3g})"
+            return t("your update was clipped to gradient norm 1.0: the broken step has no clipping, and the task "
+                     "is to fix its three problems without changing the update")
+        return t("after one step the parameters differ from the expected ones (largest difference {diff:.3g})",
+                 diff=diff)
     if not optimizer.state:
-        return ("the parameters were updated by hand, not by optimizer.step(): the optimizer's state (SGD's "
-                "momentum buffers) never started, so the next steps would differ; call optimizer.step()")
+        return t("the parameters were updated by hand, not by optimizer.step(): the optimizer's state (SGD's "
+                 "momentum buffers) never started, so the next steps would differ; call optimizer.step()")
     return None
 
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import N_, t, use_language
 
 
 # --- 11.time_it -----------------------------------------------------------------------------------
@@ -181,22 +182,24 @@ def _syncs_inside_loop(out: Any, args: tuple, kwargs: dict) -> bool:
 
 
 def _time_verify(out, ref, args, kwargs):
-    setting = f"with warmup={kwargs['warmup']}, repeats={kwargs['repeats']}"
+    setting = t("with warmup={warmup}, repeats={repeats}", warmup=kwargs["warmup"], repeats=kwargs["repeats"])
     if isinstance(out, FnResult):
-        return f"{setting} expected the seconds per call (a float), found fn()'s result (what fn() returned)"
+        return t("{setting} expected the seconds per call (a float), found fn()'s result (what fn() returned)",
+                 setting=setting)
     if isinstance(out, torch.Tensor) and out.numel() == 1:
         out = out.item()
     if not isinstance(out, (int, float)) or isinstance(out, bool):
-        return f"{setting} expected a float (seconds per call), found {describe(out)}"
+        return t("{setting} expected a float (seconds per call), found {got}", setting=setting, got=describe(out))
     if _device_of(kwargs).calls != kwargs["warmup"] + kwargs["repeats"]:
-        return (f"expected fn to be called warmup + repeats = {kwargs['warmup'] + kwargs['repeats']} "
-                f"times, found {_device_of(kwargs).calls} calls")
+        return t("expected fn to be called warmup + repeats = {n} times, found {calls} calls",
+                 n=kwargs["warmup"] + kwargs["repeats"], calls=_device_of(kwargs).calls)
     # 1 %: the mean over the timed calls, whatever the order of the (exact) fake-clock arithmetic
     if not math.isclose(out, ref, rel_tol=0.01, abs_tol=1e-12):
-        return f"{setting} expected {ref:.4g} s per call, found {out:.4g} s"
+        return t("{setting} expected {ref:.4g} s per call, found {out:.4g} s", setting=setting, ref=ref, out=out)
     if kwargs["sync"] is not None and _syncs_in_loop(kwargs):
-        return (f"expected sync() once after the warm-up and once after the last timed call, found "
-                f"{_syncs_in_loop(kwargs)} more between the {kwargs['repeats']} timed calls")
+        return t("expected sync() once after the warm-up and once after the last timed call, found "
+                 "{more} more between the {repeats} timed calls",
+                 more=_syncs_in_loop(kwargs), repeats=kwargs["repeats"])
     return None
 
 
@@ -459,18 +462,19 @@ def _loss_cases():
 
 def _loss_verify(out, ref, args, kwargs):
     if _syncs(args):
-        return (f"expected no device -> host copies, found {_syncs(args)} "
-                f"(.item()/float()/.tolist() calls) for {len(args[0])} steps")
+        return t("expected no device -> host copies, found {n} (.item()/float()/.tolist() calls) for {steps} steps",
+                 n=_syncs(args), steps=len(args[0]))
     if not isinstance(out, torch.Tensor):
-        return f"expected a 0-dim tensor, found {describe(out)}"
+        return t("expected a 0-dim tensor, found {got}", got=describe(out))
     out = out.as_subclass(torch.Tensor)
     if out.requires_grad:
-        return "expected a detached tensor (requires_grad=False), found one that still holds the graph"
+        return t("expected a detached tensor (requires_grad=False), found one that still holds the graph")
     ref = ref.as_subclass(torch.Tensor)
-    problem = compare_tensors(out, ref, name="mean loss")
+    problem = compare_tensors(out, ref, name=t("mean loss"))
     if problem and out.shape == ref.shape == () and out.dtype == ref.dtype:
         losses = [round(float(loss.detach().as_subclass(torch.Tensor)), 4) for loss in args[0]]
-        return f"for the step losses {losses} expected the mean {float(ref):.6g}, found {float(out):.6g}"
+        return t("for the step losses {losses} expected the mean {ref:.6g}, found {out:.6g}",
+                 losses=losses, ref=float(ref), out=float(out))
     return problem
 
 
@@ -520,8 +524,13 @@ class _AsModule(nn.Module):
         return self.fn(x)
 
 
-_ALIAS_HINT = ("  Hint (returns the input itself from a branch (aliasing)): torch.cond branches must "
-               "return new tensors: return v.clone(), not v.")
+_ALIAS_NAME = N_("returns the input itself from a branch (aliasing)")
+_ALIAS_TEXT = N_("torch.cond branches must return new tensors: return v.clone(), not v.")
+
+
+def _alias_hint() -> str:
+    """The aliasing mistake's hint line, as the framework shows a hint."""
+    return t("  Hint ({name}): {hint}", name=t(_ALIAS_NAME), hint=t(_ALIAS_TEXT))
 
 _HOST_READS = {torch.Tensor.item: "item", torch.Tensor.__float__: "float", torch.Tensor.__int__: "int",
                torch.Tensor.__index__: "index", torch.Tensor.tolist: "tolist", torch.Tensor.numpy: "numpy",
@@ -543,9 +552,9 @@ class _HostReadCounter(torch.Tensor):
         return super().__torch_function__(func, types, args, kwargs or {})
 
 
-_SYNC_PROBLEM = ("your function copies a tensor value to the host (.item(), float(), int(), .tolist() or "
+_SYNC_PROBLEM = N_("your function copies a tensor value to the host (.item(), float(), int(), .tolist() or "
                  ".numpy()): a host sync on a GPU, and a graph break under torch.compile")
-_PY_IF_PROBLEM = ("your function cannot be captured as one graph: it uses a Python `if` on a tensor value "
+_PY_IF_PROBLEM = N_("your function cannot be captured as one graph: it uses a Python `if` on a tensor value "
                   "(a graph break and a host sync)")
 
 
@@ -569,7 +578,7 @@ def _exportable(candidate: Callable[..., Any]) -> str | None:
     """
     reads = _host_reads(candidate)
     if reads and set(reads) - {"bool"}:
-        return _SYNC_PROBLEM
+        return t(_SYNC_PROBLEM)
     if reads == []:
         return None
     try:
@@ -578,9 +587,9 @@ def _exportable(candidate: Callable[..., Any]) -> str | None:
     except Exception as exc:  # anything else (stub, learner bug) is reported by the normal run
         text = f"{type(exc).__name__}: {exc}"
         if "data-dependent" in text or "GuardOnDataDependent" in text:
-            return _PY_IF_PROBLEM
+            return t(_PY_IF_PROBLEM)
         if "aliasing" in text:
-            return "torch.cond refused your branches: one returns its input tensor itself\n" + _ALIAS_HINT
+            return t("torch.cond refused your branches: one returns its input tensor itself") + "\n" + _alias_hint()
     return None
 
 
@@ -676,20 +685,22 @@ def _rounded(t: torch.Tensor) -> Any:
 
 def _clip_verify(out, ref, args, kwargs):
     (x,) = args
-    what = f"for the input {_rounded(x)} (norm {float(x.norm()):.4g})"
+    what = t("for the input {x} (norm {norm:.4g})", x=_rounded(x), norm=float(x.norm()))
     if isinstance(out, torch.Tensor) and out.shape == ref.shape and bool(torch.isnan(out).any()):
-        return f"{what} expected {_rounded(ref)}, found NaN in {_rounded(out)}"
+        return t("{what} expected {ref}, found NaN in {out}", what=what, ref=_rounded(ref), out=_rounded(out))
     problem = compare_tensors(out, ref)
     if problem:
-        if "wrong values" in problem:
-            return f"{what} expected {_rounded(ref)}, found {_rounded(out)}"
-        return f"{what}: {problem}"
+        with use_language("en"):  # the framework's wording, whatever the language shown
+            wrong_values = "wrong values" in (compare_tensors(out, ref) or "")
+        if wrong_values:
+            return t("{what} expected {ref}, found {out}", what=what, ref=_rounded(ref), out=_rounded(out))
+        return t("{what}: {problem}", what=what, problem=problem)
     if out.data_ptr() == x.data_ptr():
-        return f"{what} expected a new tensor, found the input itself"
+        return t("{what} expected a new tensor, found the input itself", what=what)
     return None
 
 
-_SWAP_HINT = ("big tensors came back unchanged and small ones scaled up: the two outcomes are swapped. In "
+_SWAP_HINT = N_("big tensors came back unchanged and small ones scaled up: the two outcomes are swapped. In "
               "torch.where(cond, a, b) and torch.cond(pred, true_fn, false_fn, operands) the first one is "
               "taken when the norm is larger than 1; with clamp the divisor must be at least 1: "
               "x / x.norm().clamp(min=1), not clamp(max=1).")
@@ -745,8 +756,8 @@ register(Exercise(
         Mistake("modifies the input in place inside a branch",
                 "torch.cond branches must not change their inputs: return v / v.norm(), not v.div_(...).",
                 _clip_in_place, error_match="captured completely"),
-        Mistake("returns the input itself from a branch (aliasing)",
-                _ALIAS_HINT.split("): ", 1)[1],
+        Mistake(_ALIAS_NAME,
+                _ALIAS_TEXT,
                 _clip_alias, error_match="aliasing"),
     ],
     inspect=_exportable,

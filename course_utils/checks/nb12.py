@@ -34,6 +34,7 @@ from torch import nn
 
 from course_utils.deploy import max_abs_diff, reuse_onnx_registry
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t
 
 
 _ROOT: list[Path] = []
@@ -212,35 +213,36 @@ def _measure(model: nn.Module, batches: list[torch.Tensor], path: str) -> tuple[
 def _parity_verify(out, ref, args, kwargs):
     model, batches, path = args
     if isinstance(out, (bool, np.bool_)):
-        return f"expected the largest difference as a float, found a bool ({out})"
+        return t("expected the largest difference as a float, found a bool ({out})", out=out)
     if isinstance(out, (torch.Tensor, np.ndarray, np.generic)):
-        return f"expected a Python float, found {describe(out)} ({type(out).__name__})"
+        return t("expected a Python float, found {got} ({kind})", got=describe(out), kind=type(out).__name__)
     value = _number(out)
     if value is None:
-        return f"expected a Python float, found {describe(out)}"
+        return t("expected a Python float, found {got}", got=describe(out))
     if not Path(path).is_file():
-        return "expected an ONNX file at `path`, found no file there"
+        return t("expected an ONNX file at `path`, found no file there")
     try:
         measurement = _measure(model, batches, path)
     except Exception as exc:
-        return f"expected an ONNX file at `path` that onnxruntime can open, found one it refuses ({exc})"
+        return t("expected an ONNX file at `path` that onnxruntime can open, found one it refuses ({exc})", exc=exc)
     if measurement is None:
-        return (f"expected the exported file to accept any batch size, found one that accepts only "
-                f"batch size {batches[0].shape[0]} (the example's)")
+        return t("expected the exported file to accept any batch size, found one that accepts only "
+                 "batch size {n} (the example's)", n=batches[0].shape[0])
     measured, measured_all, concatenated = measurement  # given batches; and one more size; as one batch
     if measured_all > TOLERANCE:
-        return (f"expected the exported file to match the model in eval mode, found a difference of "
-                f"{measured_all:.3g}")
+        return t("expected the exported file to match the model in eval mode, found a difference of "
+                 "{diff:.3g}", diff=measured_all)
     if not math.isfinite(value) or value < 0:
-        return f"expected a difference >= 0, found {value}"
+        return t("expected a difference >= 0, found {value}", value=value)
     if value > TOLERANCE:
-        return (f"expected a difference below {TOLERANCE:g} (the exported file matches the model in eval "
-                f"mode to {measured:.1e}), found {value:.3g}")
+        return t("expected a difference below {tol:g} (the exported file matches the model in eval "
+                 "mode to {measured:.1e}), found {value:.3g}", tol=TOLERANCE, measured=measured, value=value)
     if not (_same_number(value, measured) or _same_number(value, concatenated)):
-        return (f"expected the largest absolute difference over every element of every batch, "
-                f"{measured:.6g} (measured on your file with the same batches), found {value:.6g}")
+        return t("expected the largest absolute difference over every element of every batch, "
+                 "{measured:.6g} (measured on your file with the same batches), found {value:.6g}",
+                 measured=measured, value=value)
     if model.training:
-        return "expected the model in eval mode after your function, found it in training mode"
+        return t("expected the model in eval mode after your function, found it in training mode")
     return None
 
 
@@ -441,28 +443,28 @@ def _probs_of(out: Any) -> Any:
 
 def _predict_verify(out, ref, args, kwargs):
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        return f"expected a pair (labels, probs), found {describe(out)}"
+        return t("expected a pair (labels, probs), found {got}", got=describe(out))
     labels, probs = out
     want_labels, want_probs = ref
     if isinstance(labels, torch.Tensor) and isinstance(probs, list) and all(isinstance(v, str) for v in probs):
-        return ("expected the pair in the order (labels, probs), found (probs, labels): "
-                "return labels, probs")
+        return t("expected the pair in the order (labels, probs), found (probs, labels): "
+                 "return labels, probs")
     if not isinstance(probs, torch.Tensor):
-        return f"expected probs to be a torch.Tensor, found {describe(probs)}"
+        return t("expected probs to be a torch.Tensor, found {got}", got=describe(probs))
     if probs.requires_grad:
-        return "expected probabilities without autograd history, found a tensor that requires grad"
+        return t("expected probabilities without autograd history, found a tensor that requires grad")
     seen = _INFERENCE_SEEN.get(args[0], [])
     if seen and not any(seen):  # the model's forward ran, never under inference mode
-        return ("expected the model to run under torch.inference_mode(), as the task says; it ran without it "
-                "(torch.no_grad() also skips the graph, but inference_mode() is what the task asks for: "
-                "`with torch.inference_mode():` around the forward pass)")
-    problem = compare_tensors(probs.detach(), want_probs, atol=1e-5, name="probs")
+        return t("expected the model to run under torch.inference_mode(), as the task says; it ran without it "
+                 "(torch.no_grad() also skips the graph, but inference_mode() is what the task asks for: "
+                 "`with torch.inference_mode():` around the forward pass)")
+    problem = compare_tensors(probs.detach(), want_probs, atol=1e-5, name="probs")  # a name from the task
     if problem:
         return problem
     if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
-        return f"expected labels as a list of class names (str), found {describe(labels)}"
+        return t("expected labels as a list of class names (str), found {got}", got=describe(labels))
     if labels != want_labels:
-        return f"expected labels {want_labels}, found {labels}"
+        return t("expected labels {want}, found {got}", want=want_labels, got=labels)
     return None
 
 
@@ -692,10 +694,11 @@ def _read_back(model: nn.Module, path: str) -> tuple[nn.Module | None, str | Non
     if missing:
         renamed = [key for key in unexpected if any(key.endswith("." + name) for name in missing)]
         if renamed and len(renamed) >= len(missing) // 2:
-            return None, (f"the keys {renamed[:4]} where the state_dict has {missing[:4]}: store each tensor "
-                          f"under model.state_dict()'s own name (load_model looks them up by name)")
-        extra = f" (and keys it does not have: {unexpected[:6]})" if unexpected else ""
-        return None, f"missing {missing}{extra}"
+            return None, t("the keys {renamed} where the state_dict has {missing}: store each tensor "
+                           "under model.state_dict()'s own name (load_model looks them up by name)",
+                           renamed=renamed[:4], missing=missing[:4])
+        extra = t(" (and keys it does not have: {keys})", keys=unexpected[:6]) if unexpected else ""
+        return None, t("missing {missing}{extra}", missing=missing, extra=extra)
     fresh = _pristine(model)
     with torch.no_grad():
         for tensor in fresh.state_dict().values():
@@ -705,7 +708,7 @@ def _read_back(model: nn.Module, path: str) -> tuple[nn.Module | None, str | Non
     except Exception as exc:
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
     if missing:
-        return None, f"missing {sorted(missing)}"
+        return None, t("missing {missing}{extra}", missing=sorted(missing), extra="")
     return fresh, None
 
 
@@ -726,44 +729,46 @@ def _save_verify(out, ref, args, kwargs):
 
     model, path, mean, std, classes = args
     if out is not None:
-        return f"expected None (the task: it returns nothing), found {describe(out)}"
+        return t("expected None (the task: it returns nothing), found {got}", got=describe(out))
     if not Path(path).is_file():
         near = sorted(p.name for p in Path(path).parent.glob(Path(path).name + "*"))
         if near:
-            return (f"expected a file at `path` ({Path(path).name}), found none, but {near} beside it: "
-                    f"write to exactly the path you were given (add no suffix)")
-        return "expected a file at `path`, found none"
+            return t("expected a file at `path` ({name}), found none, but {near} beside it: "
+                     "write to exactly the path you were given (add no suffix)", name=Path(path).name, near=near)
+        return t("expected a file at `path`, found none")
     if _is_zip(path):
-        return "expected a safetensors file, found a torch.save archive (a zip of pickles)"
+        return t("expected a safetensors file, found a torch.save archive (a zip of pickles)")
     try:
         stored = safetensors.torch.load_file(path)
     except Exception as exc:
-        return f"expected a safetensors file, found one safetensors cannot read ({exc})"
+        return t("expected a safetensors file, found one safetensors cannot read ({exc})", exc=exc)
     original = _pristine(model).state_dict()
     for name, tensor in stored.items():
         if name in original and tensor.dtype != original[name].dtype:
-            return f"expected {name} stored as {original[name].dtype} (its own dtype), found {tensor.dtype}"
+            return t("expected {name} stored as {want} (its own dtype), found {got}",
+                     name=name, want=original[name].dtype, got=tensor.dtype)
     fresh, problem = _read_back(model, path)
     if problem:
-        return f"expected the whole state_dict (parameters and buffers) in the file, found {problem}"
+        return t("expected the whole state_dict (parameters and buffers) in the file, found {problem}",
+                 problem=problem)
     for name, tensor in fresh.state_dict().items():
         if not torch.equal(tensor, original[name]):
-            return f"expected {name} equal to the model's, found different values"
+            return t("expected {name} equal to the model's, found different values", name=name)
     metadata = _metadata(path)
     want = {"mean": mean.tolist(), "std": std.tolist(), "classes": list(classes)}
     for key, value in want.items():
         if key not in metadata:
-            return f"expected metadata {key!r}, found only {sorted(metadata)}"
+            return t("expected metadata {key}, found only {keys}", key=repr(key), keys=sorted(metadata))
         try:
             decoded = json.loads(metadata[key])
         except ValueError:
-            return f"expected metadata {key!r} as a JSON list, found {metadata[key][:40]!r}"
+            return t("expected metadata {key} as a JSON list, found {got}", key=repr(key), got=repr(metadata[key][:40]))
         if key == "classes":
             if decoded != value:
-                return f"expected metadata 'classes' {value}, found {decoded}"
+                return t("expected metadata 'classes' {want}, found {got}", want=value, got=decoded)
         elif (not isinstance(decoded, list) or len(decoded) != len(value)
               or not np.allclose(decoded, value, atol=1e-6)):
-            return f"expected metadata {key!r} {value}, found {decoded}"
+            return t("expected metadata {key} {want}, found {got}", key=repr(key), want=value, got=decoded)
     return None
 
 

@@ -21,6 +21,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from course_utils.exercises import Exercise, Mistake, compare_tensors, describe, register
+from course_utils.i18n import t, tn
 
 
 # --- 13.average_gradients -------------------------------------------------------------------------
@@ -154,19 +155,22 @@ def _avg_cases():
 def _avg_verify(out, ref, args, kwargs):
     (per_rank,) = args
     world_size = len(per_rank)
-    setting = (f"with world_size={world_size} ({world_size} rank{'s' if world_size > 1 else ''}, "
-               f"{len(per_rank[0])} gradient{'s' if len(per_rank[0]) > 1 else ''} each, {per_rank[0][0].dtype})")
+    setting = t("with world_size={world_size} ({ranks}, {grads} each, {dtype})", world_size=world_size,
+                ranks=tn("{n} rank", "{n} ranks", world_size),
+                grads=tn("{n} gradient", "{n} gradients", len(per_rank[0])), dtype=per_rank[0][0].dtype)
     if not isinstance(out, (list, tuple)) or len(out) != len(ref):
-        return f"{setting} expected a list with one gradient list per rank ({len(ref)} lists), found {describe(out)}"
+        return t("{setting} expected a list with one gradient list per rank ({n} lists), found {got}",
+                 setting=setting, n=len(ref), got=describe(out))
     for rank, (grads, expected) in enumerate(zip(out, ref)):
         if not isinstance(grads, (list, tuple)) or len(grads) != len(expected):
-            return (f"{setting} expected rank {rank} to hold a list of {len(expected)} gradients, "
-                    f"found {describe(grads)}")
+            return t("{setting} expected rank {rank} to hold a list of {n} gradients, found {got}",
+                     setting=setting, rank=rank, n=len(expected), got=describe(grads))
         for index, (g, e) in enumerate(zip(grads, expected)):
             tolerance = {"atol": 1e-3, "rtol": 1e-3} if e.dtype in (torch.float16, torch.bfloat16) else {}
-            problem = compare_tensors(g, e, name=f"rank {rank}'s gradient {index}", **tolerance)
+            problem = compare_tensors(g, e, name=t("rank {rank}'s gradient {index}", rank=rank, index=index),
+                                      **tolerance)
             if problem:
-                return f"{setting}: {problem}"
+                return t("{setting}: {problem}", setting=setting, problem=problem)
     return None
 
 
@@ -266,10 +270,11 @@ def _shard_cases():
 def _shard_verify(out, ref, args, kwargs):
     n, rank, world_size = args
     if not isinstance(out, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in out):
-        return f"expected a list of ints (list[int]), found {describe(out)}"
+        return t("expected a list of ints (list[int]), found {got}", got=describe(out))
     if out != ref:
-        return (f"for n={n}, rank={rank}, world_size={world_size} expected {ref} "
-                f"({len(ref)} {'index' if len(ref) == 1 else 'indices'} on every rank), found {out}")
+        return t("for n={n}, rank={rank}, world_size={world_size} expected {ref} ({count}), found {out}",
+                 n=n, rank=rank, world_size=world_size, ref=ref, out=out,
+                 count=tn("{n} index on every rank", "{n} indices on every rank", len(ref)))
     return None
 
 
@@ -379,9 +384,10 @@ def _save_cases():
 def _save_verify(out, ref, args, kwargs):
     rank, epoch, every = args
     if not isinstance(out, bool):
-        return f"expected True or False, found {describe(out)}"
+        return t("expected True or False, found {got}", got=describe(out))
     if out != ref:
-        return f"for rank={rank}, epoch={epoch}, every={every} expected {ref}, found {out}"
+        return t("for rank={rank}, epoch={epoch}, every={every} expected {ref}, found {out}",
+                 rank=rank, epoch=epoch, every=every, ref=ref, out=out)
     return None
 
 
@@ -526,31 +532,34 @@ def _keys_like(variant: Callable[[nn.Module], Any]) -> Callable[[Any, tuple, dic
 
 def _unwrap_verify(out, ref, args, kwargs):
     model = args[0]
-    what = (f"for {type(model).__name__}({type(model.module).__name__}(...))"
+    what = (t("for {wrapper}({inner}(...))", wrapper=type(model).__name__, inner=type(model.module).__name__)
             if isinstance(model, (DistributedDataParallel, nn.DataParallel))
-            else f"for a plain (unwrapped) {type(model).__name__}")
+            else t("for a plain (unwrapped) {name}", name=type(model).__name__))
     if isinstance(out, nn.Module):
-        return f"{what}: expected a state dict (a dict of tensors), found the module itself ({type(out).__name__})"
+        return t("{what}: expected a state dict (a dict of tensors), found the module itself ({kind})",
+                 what=what, kind=type(out).__name__)
     if not isinstance(out, dict):
-        return f"{what}: expected a state dict (a dict of tensors), found {describe(out)}"
+        return t("{what}: expected a state dict (a dict of tensors), found {got}", what=what, got=describe(out))
     if list(out) != list(ref):
         missing = [k for k in ref if k not in out]
         extra = [k for k in out if k not in ref]
         if not missing and not extra:
-            return f"{what}: expected the keys in the order {list(ref)}, found {list(out)}"
+            return t("{what}: expected the keys in the order {ref}, found {out}", what=what, ref=list(ref),
+                     out=list(out))
         parts = []
         if missing:
             inner = model.module if isinstance(model, (DistributedDataParallel, nn.DataParallel)) else model
             buffers = {name for name, _ in inner.named_buffers()}
-            kind = " (buffers)" if all(k in buffers for k in missing) else ""
-            parts.append(f"missing{kind} {missing}")
+            kind = t(" (buffers)") if all(k in buffers for k in missing) else ""
+            parts.append(t("missing{kind} {keys}", kind=kind, keys=missing))
         if extra:
-            parts.append(f"unexpected {extra}")
-        return f"{what}: expected the keys {list(ref)}, found {list(out)}: {', '.join(parts)}"
+            parts.append(t("unexpected {keys}", keys=extra))
+        return t("{what}: expected the keys {ref}, found {out}: {parts}", what=what, ref=list(ref), out=list(out),
+                 parts=", ".join(parts))
     for key in ref:
-        problem = compare_tensors(out[key], ref[key], name=f"entry {key!r}")
+        problem = compare_tensors(out[key], ref[key], name=t("entry {key}", key=repr(key)))
         if problem:
-            return f"{what}: {problem}"
+            return t("{what}: {problem}", what=what, problem=problem)
     return None
 
 

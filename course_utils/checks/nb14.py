@@ -21,6 +21,7 @@ import torch
 
 from course_utils.capstone.config import Config, parse_bool
 from course_utils.exercises import Exercise, Mistake, describe, register
+from course_utils.i18n import t
 
 
 _CONFIG = Config
@@ -87,12 +88,12 @@ def _run_quietly(candidate: Callable[..., Any], argv: list[str]) -> tuple[Any, s
 
 def _argparse_hint(message: str) -> str:
     if "unrecognized arguments" in message and "-" in message:
-        return (" Name every option after its field with `-` for `_` (`--batch-size` for batch_size), "
-                "one add_argument per field of the dataclass.")
+        return t(" Name every option after its field with `-` for `_` (`--batch-size` for batch_size), "
+                 "one add_argument per field of the dataclass.")
     if "invalid" in message and "value" in message:
-        return " Give each option the type of its field's default: type=type(field.default)."
+        return t(" Give each option the type of its field's default: type=type(field.default).")
     if "expected one argument" in message or "ignored explicit argument" in message:
-        return " Booleans take a value here (`--resume true`): type=parse_bool, not action='store_true'."
+        return t(" Booleans take a value here (`--resume true`): type=parse_bool, not action='store_true'.")
     return ""
 
 
@@ -116,12 +117,13 @@ def _config_inspect(candidate: Callable[..., Any]) -> str | None:
 def _config_probes(candidate: Callable[..., Any]) -> str | None:
     out, error = _run_quietly(candidate, ["--epochs", "3"])
     if error is None and (getattr(out, "epochs", None) == 99 or isinstance(out, dict) and out.get("epochs") == 99):
-        return ("your function read the command line from sys.argv, not from its argument: "
-                "pass it on, parser.parse_args(argv) (a notebook's sys.argv is the kernel's).")
+        return t("your function read the command line from sys.argv, not from its argument: "
+                 "pass it on, parser.parse_args(argv) (a notebook's sys.argv is the kernel's).")
     for argv in _CONFIG_ARGV:
         _, error = _run_quietly(candidate, argv)
         if error is not None:
-            return (f"with argv={argv} argparse stopped the program with: {error}." + _argparse_hint(error))
+            return (t("with argv={argv} argparse stopped the program with: {error}.", argv=argv, error=error)
+                    + _argparse_hint(error))
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
@@ -130,13 +132,13 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
     except BaseException:  # noqa: BLE001 -- SystemExit is the right outcome; errors are reported below
         swallowed = False
     if swallowed:
-        return ("argparse reported `unrecognized arguments: --learning-rate 0.1` and raised SystemExit, but "
-                "your function caught the SystemExit and went on: let it propagate (no try/except around "
-                "parse_args), so a misspelt option stops the program.")
+        return t("argparse reported `unrecognized arguments: --learning-rate 0.1` and raised SystemExit, but "
+                 "your function caught the SystemExit and went on: let it propagate (no try/except around "
+                 "parse_args), so a misspelt option stops the program.")
     out, error = _run_quietly(candidate, ["--epochs", "3", "--learning-rate", "0.1"])
     if error is None and out is not None:
-        return ("an unknown option (--learning-rate) was silently accepted: use parser.parse_args(argv), "
-                "which stops with an error, not parse_known_args, which ignores a misspelt option.")
+        return t("an unknown option (--learning-rate) was silently accepted: use parser.parse_args(argv), "
+                 "which stops with an error, not parse_known_args, which ignores a misspelt option.")
     out, error = _run_quietly(candidate, ["--resume", "false"])
     reads_false = error is None and (getattr(out, "resume", None) is False
                                      or isinstance(out, dict) and out.get("resume") is False)
@@ -144,9 +146,9 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
         out, error = _run_quietly(candidate, ["--resume", word])
         got = out.get("resume") if isinstance(out, dict) else getattr(out, "resume", None)
         if error is None and isinstance(got, bool):  # a string left unconverted is named by the cases
-            return (f"`--resume {word}` was accepted (resume={got!r}): read booleans with type=parse_bool, "
-                    f"which refuses anything but true/false (1/0, yes/no, on/off), so a typo stops the "
-                    f"program instead of silently meaning False.")
+            return t("`--resume {word}` was accepted (resume={got}): read booleans with type=parse_bool, "
+                     "which refuses anything but true/false (1/0, yes/no, on/off), so a typo stops the "
+                     "program instead of silently meaning False.", word=word, got=repr(got))
     globals_ = getattr(candidate, "__globals__", {})
     original = _CONFIG  # not the name Config: that may be the very global swapped below
     if globals_.get("Config") is original:
@@ -160,34 +162,37 @@ def _config_probes(candidate: Callable[..., Any]) -> str | None:
         if error is None and isinstance(out, variant) and any(
                 getattr(out, f.name) == getattr(old, f.name) != getattr(expected, f.name)
                 for f in dataclasses.fields(Config)):
-            return ("with other defaults in the dataclass your function still gave the old ones: take each "
-                    "default from the dataclass (default=field.default), do not write it a second time.")
+            return t("with other defaults in the dataclass your function still gave the old ones: take each "
+                     "default from the dataclass (default=field.default), do not write it a second time.")
     return None
 
 
 def _config_verify(out: Any, ref: Config, args: tuple, kwargs: dict) -> str | None:
     (argv,) = args
     if isinstance(out, argparse.Namespace) or isinstance(out, dict):
-        return (f"expected a Config, found {type(out).__name__}: build the dataclass from the parsed "
-                f"options, Config(**vars(args))")
+        return t("expected a Config, found {kind}: build the dataclass from the parsed "
+                 "options, Config(**vars(args))", kind=type(out).__name__)
     if not isinstance(out, Config):
-        return f"expected a Config, found {describe(out)}"
+        return t("expected a Config, found {got}", got=describe(out))
     for field in dataclasses.fields(Config):
         got, want = getattr(out, field.name), getattr(ref, field.name)
         if got is None and want is not None:
-            return (f"with argv={argv} expected {field.name}={want!r} (the default), found None: "
-                    f"give each option default=field.default")
+            return t("with argv={argv} expected {field}={want} (the default), found None: "
+                     "give each option default=field.default", argv=argv, field=field.name, want=repr(want))
         if type(got) is not type(want):
             if isinstance(got, str):
-                return (f"with argv={argv} expected {field.name}={want!r} ({type(want).__name__}), found the "
-                        f"string {got!r}: give the option type={type(want).__name__} (argparse returns strings)")
-            return (f"with argv={argv} expected {field.name}={want!r} ({type(want).__name__}), "
-                    f"found {describe(got)}")
+                return t("with argv={argv} expected {field}={want} ({kind}), found the "
+                         "string {got}: give the option type={kind} (argparse returns strings)",
+                         argv=argv, field=field.name, want=repr(want), kind=type(want).__name__, got=repr(got))
+            return t("with argv={argv} expected {field}={want} ({kind}), found {got}",
+                     argv=argv, field=field.name, want=repr(want), kind=type(want).__name__, got=describe(got))
         if got != want:
             if isinstance(want, bool):
-                return (f"with argv={argv} expected {field.name}={want!r}, found {got!r}: bool('False') is True, "
-                        f"so type=bool accepts everything; use type=parse_bool")
-            return f"with argv={argv} expected {field.name}={want!r}, found {got!r}"
+                return t("with argv={argv} expected {field}={want}, found {got}: bool('False') is True, "
+                         "so type=bool accepts everything; use type=parse_bool",
+                         argv=argv, field=field.name, want=repr(want), got=repr(got))
+            return t("with argv={argv} expected {field}={want}, found {got}",
+                     argv=argv, field=field.name, want=repr(want), got=repr(got))
     return None
 
 
@@ -244,26 +249,31 @@ def _ratio_cases():
 
 def _ratio_verify(out: Any, ref: dict[str, float], args: tuple, kwargs: dict) -> str | None:
     if isinstance(out, (float, int, torch.Tensor)) and not isinstance(out, bool):
-        return (f"expected a dict with one ratio per parameter name, found {describe(out)}: "
-                f"{{name: ratio for name in before}}")
+        return t("expected a dict with one ratio per parameter name, found {got}: "
+                 "{code}", got=describe(out), code="{name: ratio for name in before}")
     if not isinstance(out, dict):
-        return f"expected a dict with one ratio per parameter name, found {describe(out)}"
+        return t("expected a dict with one ratio per parameter name, found {got}", got=describe(out))
     if sorted(out) != sorted(ref):
-        return f"expected the keys {sorted(ref)}, found {sorted(out)}"
+        return t("expected the keys {want}, found {got}", want=sorted(ref), got=sorted(out))
     for name, want in ref.items():
         got = out[name]
         if isinstance(got, torch.Tensor):
-            return f"expected {name!r}: a Python float, found {describe(got)}: call .item() on the ratio"
+            return t("expected {name}: a Python float, found {got}: call .item() on the ratio",
+                     name=repr(name), got=describe(got))
         if not isinstance(got, (float, int)) or isinstance(got, bool):
-            return f"expected {name!r}: a Python float, found {describe(got)}"
+            return t("expected {name}: a Python float, found {got}", name=repr(name), got=describe(got))
         if math.isnan(want) or math.isinf(want):
             if not (math.isnan(got) if math.isnan(want) else got == want):
-                moved = "moved" if math.isinf(want) else "did not move"
-                return (f"expected {name!r}: {want} (its weights before the step are all zero and it {moved}: "
-                        f"keep what the division gives, ||after - before|| / 0), found {got!r}")
+                if math.isinf(want):
+                    return t("expected {name}: {want} (its weights before the step are all zero and it moved: "
+                             "keep what the division gives, ||after - before|| / 0), found {got}",
+                             name=repr(name), want=want, got=repr(got))
+                return t("expected {name}: {want} (its weights before the step are all zero and it did not move: "
+                         "keep what the division gives, ||after - before|| / 0), found {got}",
+                         name=repr(name), want=want, got=repr(got))
             continue
         if not math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-9):
-            return f"expected {name!r}: {want:.6g}, found {got:.6g}"
+            return t("expected {name}: {want:.6g}, found {got:.6g}", name=repr(name), want=want, got=got)
     return None
 
 
@@ -439,45 +449,48 @@ def _row_cases():
 
 def _row_verify(out: Any, ref: dict[str, Any], args: tuple, kwargs: dict) -> str | None:
     if not isinstance(out, dict):
-        return f"expected a dict with the keys {list(_ROW_KEYS)}, found {describe(out)}"
+        return t("expected a dict with the keys {keys}, found {got}", keys=list(_ROW_KEYS), got=describe(out))
     if sorted(out) != sorted(ref):
-        return f"expected the keys {sorted(ref)}, found {sorted(out)}"
+        return t("expected the keys {want}, found {got}", want=sorted(ref), got=sorted(out))
     optimizer = args[2]
     params = [p for group in optimizer.param_groups for p in group["params"]]
     if any(p.grad is None or not p.grad.any() for p in params):
-        return ("after your function the parameters' .grad were cleared: log_row only reads the numbers, "
-                "it must not call optimizer.zero_grad() (the training loop does that before the next backward)")
+        return t("after your function the parameters' .grad were cleared: log_row only reads the numbers, "
+                 "it must not call optimizer.zero_grad() (the training loop does that before the next backward)")
     for key in _ROW_KEYS:
         got, want = out[key], ref[key]
         if isinstance(got, torch.Tensor) and key == "lr":
-            return (f"expected 'lr': a Python float, found {describe(got)}: convert it, "
-                    f"float(optimizer.param_groups[0]['lr']) or .item() (an optimizer may hold its rate as a "
-                    f"tensor, lr=torch.tensor(...))")
+            return t("expected 'lr': a Python float, found {got}: convert it, "
+                     "float(optimizer.param_groups[0]['lr']) or .item() (an optimizer may hold its rate as a "
+                     "tensor, lr=torch.tensor(...))", got=describe(got))
         if isinstance(got, torch.Tensor):
-            return (f"expected {key!r}: a Python {type(want).__name__}, found {describe(got)}: call .item() "
-                    f"(a tensor in a log keeps its graph alive, and the CSV would read 'tensor(...)')")
+            return t("expected {key}: a Python {kind}, found {got}: call .item() "
+                     "(a tensor in a log keeps its graph alive, and the CSV would read 'tensor(...)')",
+                     key=repr(key), kind=type(want).__name__, got=describe(got))
         if key == "step":
             if type(got) is not int:
-                return f"expected 'step': the int {want}, found {describe(got)}"
+                return t("expected 'step': the int {want}, found {got}", want=want, got=describe(got))
             if got != want:
-                return f"expected 'step': {want}, found {got}"
+                return t("expected 'step': {want}, found {got}", want=want, got=got)
             continue
         if not isinstance(got, float):
-            return f"expected {key!r}: a Python float, found {describe(got)}"
+            return t("expected {name}: a Python float, found {got}", name=repr(key), got=describe(got))
         if not math.isclose(got, want, rel_tol=1e-6):
             first = optimizer.param_groups[0]
             if key == "lr" and "initial_lr" in first and math.isclose(got, float(first["initial_lr"]), rel_tol=1e-6):
-                return (f"expected 'lr': {want:.6g}, found {got:.6g}, the group's 'initial_lr' (the rate before "
-                        f"the scheduler changed it): read the rate it holds now, optimizer.param_groups[0]['lr']")
+                return t("expected 'lr': {want:.6g}, found {got:.6g}, the group's 'initial_lr' (the rate before "
+                         "the scheduler changed it): read the rate it holds now, optimizer.param_groups[0]['lr']",
+                         want=want, got=got)
             if key == "grad_norm" and params and math.isclose(
                     got, float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))), rel_tol=1e-5):
-                return (f"expected 'grad_norm': {want:.6g}, found {got:.6g}, the norm of .grad after clipping: "
-                        f"log the grad_norm argument (clip_grad_norm_ returns the norm before it clips)")
+                return t("expected 'grad_norm': {want:.6g}, found {got:.6g}, the norm of .grad after clipping: "
+                         "log the grad_norm argument (clip_grad_norm_ returns the norm before it clips)",
+                         want=want, got=got)
             if key == "lr":
-                return (f"expected 'lr': {want:.6g}, found {got:.6g}: read the rate the optimizer holds now, "
-                        f"optimizer.param_groups[0]['lr'] (a scheduler changes it there, not in "
-                        f"optimizer.defaults)")
-            return f"expected {key!r}: {want:.6g}, found {got:.6g}"
+                return t("expected 'lr': {want:.6g}, found {got:.6g}: read the rate the optimizer holds now, "
+                         "optimizer.param_groups[0]['lr'] (a scheduler changes it there, not in "
+                         "optimizer.defaults)", want=want, got=got)
+            return t("expected {name}: {want:.6g}, found {got:.6g}", name=repr(key), want=want, got=got)
     return None
 
 
