@@ -28,6 +28,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import contextlib
 import os
 import pickle
@@ -198,13 +200,13 @@ def read_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:  # a global that weights_only refuses
         refused = str(exc).split("Unsupported global: ")[-1].split(" was not")[0]
-        raise CheckpointError(f"{path.name} holds objects weights_only=True refuses ({refused}); save "
-                              f"state_dict()s, or if you trust the file and its class use "
-                              f"torch.serialization.safe_globals([...])") from exc
+        raise CheckpointError(t("{name} holds objects weights_only=True refuses ({refused}); save "
+                                "state_dict()s, or if you trust the file and its class use "
+                                "torch.serialization.safe_globals([...])", name=path.name, refused=refused)) from exc
     except Exception as exc:  # a truncated zip, or not a torch.save file at all
-        raise CheckpointError(f"could not read {path.name} as a checkpoint: {str(exc).splitlines()[0]} "
-                              f"If it is truncated, load the previous one (CheckpointManager.latest() "
-                              f"skips unfinished temp files)") from exc
+        raise CheckpointError(t("could not read {name} as a checkpoint: {error} If it is truncated, load the "
+                                "previous one (CheckpointManager.latest() skips unfinished temp files)",
+                                name=path.name, error=str(exc).splitlines()[0])) from exc
     if not isinstance(checkpoint, dict):
         raise CheckpointError(f"expected {path.name} to hold a dict, found {type(checkpoint).__name__}")
     return checkpoint
@@ -262,12 +264,13 @@ class CheckpointManager:
     def __init__(self, folder: str | os.PathLike, keep_last: int = 3, prefix: str = "ckpt",
                  mode: str = "min", best_metric: float | None = None) -> None:
         if not isinstance(keep_last, int) or keep_last < 1:
-            raise ValueError(f"expected keep_last to be an int >= 1, found {keep_last!r}; "
-                             f"use 1 to keep only the newest checkpoint")
+            raise ValueError(t("expected keep_last to be an int >= 1, found {found}; "
+                               "use 1 to keep only the newest checkpoint", found=repr(keep_last)))
         if mode not in ("min", "max"):
-            raise ValueError(f"expected mode 'min' (lower is better, a loss) or 'max' (an accuracy), found {mode!r}")
+            raise ValueError(t("expected mode 'min' (lower is better, a loss) or 'max' (an accuracy), found {found}",
+                               found=repr(mode)))
         if not re.fullmatch(r"[A-Za-z0-9_]+", prefix):
-            raise ValueError(f"expected a prefix of letters, digits or '_', found {prefix!r}")
+            raise ValueError(t("expected a prefix of letters, digits or '_', found {found}", found=repr(prefix)))
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.keep_last, self.prefix, self.mode, self.best_metric = keep_last, prefix, mode, best_metric
@@ -278,7 +281,7 @@ class CheckpointManager:
     def save(self, checkpoint: dict[str, Any], step: int, metric: float | None = None) -> Path:
         """Write the checkpoint for ``step``; update ``best.pt`` if ``metric`` improved; prune."""
         if not isinstance(step, int) or step < 0:
-            raise ValueError(f"expected step to be an int >= 0, found {step!r}")
+            raise ValueError(t("expected step to be an int >= 0, found {found}", found=repr(step)))
         path = atomic_save(checkpoint, self.path_for(step))
         best = self.best_metric
         if metric is not None and (best is None or (metric < best if self.mode == "min" else metric > best)):
