@@ -212,7 +212,8 @@ def toy_sequences(n: int = 64, vocab_size: int = 20, min_len: int = 2, max_len: 
     import torch
 
     if not 1 <= min_len <= max_len:
-        raise ValueError(f"expected 1 <= min_len <= max_len, found min_len={min_len}, max_len={max_len}")
+        raise ValueError(t("expected 1 <= min_len <= max_len, found min_len={min_len}, max_len={max_len}",
+                           min_len=min_len, max_len=max_len))
     rng = np.random.default_rng(np.random.SeedSequence([seed, 11]))
     out = []
     for _ in range(n):  # one sequence at a time: a smaller n gives a prefix of a bigger one

@@ -369,16 +369,17 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
     try:
         while not context.join(timeout=0.2):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the {world_size} workers did not finish within {timeout_s:g} s; "
-                                   f"they were stopped. A rank waiting for a collective that another "
-                                   f"rank never reaches looks exactly like this.")
+                raise TimeoutError(t("the {world_size} workers did not finish within {timeout} s; they were "
+                                     "stopped. A rank waiting for a collective that another rank never reaches "
+                                     "looks exactly like this.", world_size=world_size, timeout=f"{timeout_s:g}"))
     except mp.ProcessRaisedException as exc:
         rank, error = _first_error(folder) or (exc.error_index, str(exc).strip().splitlines()[-1])
-        raise WorkerFailed(f"worker rank {rank} failed with {error}. The other ranks were "
-                           f"stopped (they would have waited for it forever).") from None
+        raise WorkerFailed(t("worker rank {rank} failed with {error}. The other ranks were stopped (they would "
+                             "have waited for it forever).", rank=rank, error=error)) from None
     except mp.ProcessExitedException as exc:
-        raise WorkerFailed(f"worker rank {exc.error_index} died (exit code {exc.exit_code}). "
-                           f"Its last output:\n{_log_tail(folder, exc.error_index)}") from None
+        raise WorkerFailed(t("worker rank {rank} died (exit code {code}). Its last output:\n{tail}",
+                             rank=exc.error_index, code=exc.exit_code,
+                             tail=_log_tail(folder, exc.error_index))) from None
     finally:
         spawn_log.setLevel(level)
         _stop(context)
