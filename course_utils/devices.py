@@ -47,7 +47,7 @@ def describe(device: torch.device | None = None) -> str:
         return f"cuda: {props.name}, {props.total_memory / 2**30:.1f} GiB"
     if device.type == "mps":
         return "mps: Apple GPU"
-    return f"cpu: {torch.get_num_threads()} thread(s) used by torch"
+    return t("cpu: {n} thread(s) used by torch", n=torch.get_num_threads())
 
 
 GPU_RESULTS = "benchmarks/GPU_RESULTS.md"

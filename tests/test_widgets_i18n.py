@@ -128,6 +128,7 @@ def _helper_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         monkeypatch.setattr("sys.platform", platform)
         texts.append(devices.compiler_help())
     monkeypatch.undo()
+    texts.append(devices.describe(torch.device("cpu")))
     torch.manual_seed(0)
     loader = DataLoader(TensorDataset(torch.randn(8, 3), torch.randint(0, 2, (8,))), batch_size=4)
     model = torch.nn.Linear(3, 2)
