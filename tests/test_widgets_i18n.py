@@ -259,3 +259,12 @@ def test_english_is_unchanged_and_asks_for_nothing(monkeypatch: pytest.MonkeyPat
     joined = "\n".join(texts)
     assert "Skipped on this machine (no CUDA GPU): speed." in joined
     assert "(6, 4) and (6,) do not broadcast: at dim 1 (counted from the right: -1)" in joined
+
+
+def test_what_lessons_read_from_a_readout_holds_in_chinese() -> None:
+    """Lesson 03's code cell confirms ``"x.grad now: None" in stepper.text`` (code cells are not translated)."""
+    from course_utils.widgets.accumulation import accumulation_stepper
+
+    with i18n.use_language("zh_CN"):
+        stepper = accumulation_stepper()
+        assert "x.grad now: None" in stepper.text and "下一次调用" in stepper.text

@@ -182,6 +182,7 @@ class AccumulationStepper(Explorer):
     def render(self):
         acc = self.accumulator
         now = "None" if acc.grad is None else f"{acc.grad:g}"
+        # lesson 03 confirms `"x.grad now: None" in stepper.text`: the Chinese readout keeps that phrase
         text = (t("{setup}; next call: {call}; x.grad now: {now}", setup="x = tensor([1.], requires_grad=True)",
                   call=self.expression.value, now=now) + "\n" + acc.table())
         history = list(acc.history)
