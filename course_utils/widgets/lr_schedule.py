@@ -32,8 +32,8 @@ def schedule_summary(name: str, *, epochs: int, steps_per_epoch: int, lr: float,
     lrs = lr_curve(name, epochs=epochs, steps_per_epoch=steps_per_epoch, lr=lr,
                    step_every=step_every, **params)
     where = step_every or ("batch" if name == "onecycle" else "epoch")
-    return t("{name}, step() every {where}: lr {start} → {end} (min {low}, max {high}) over {n} batches",
-             name=name, where=t({"batch": N_("batch"), "epoch": N_("epoch")}.get(where, where)),
+    return t("{name}, step() {where}: lr {start} → {end} (min {low}, max {high}) over {n} batches",
+             name=name, where=t({"batch": N_("every batch"), "epoch": N_("every epoch")}[where]),
              start=f"{lrs[0]:.3g}", end=f"{lrs[-1]:.3g}", low=f"{min(lrs):.3g}", high=f"{max(lrs):.3g}",
              n=len(lrs))
 
