@@ -28,6 +28,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import contextlib
 import os
 import pickle
@@ -68,12 +70,13 @@ def atomic_save(obj: Any, path: str | os.PathLike,
     """
     path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(f"expected a file path for the checkpoint, found the folder {path}; "
-                                f"add a file name, e.g. {path / 'last.pt'}")
+        raise IsADirectoryError(t("expected a file path for the checkpoint, found the folder {path}; "
+                                  "add a file name, e.g. {example}", path=path, example=path / 'last.pt'))
     folder = path.parent
     if not folder.is_dir():
-        raise FileNotFoundError(f"expected an existing folder for {path.name}, found no folder {folder}; "
-                                f"create it first: Path({str(folder)!r}).mkdir(parents=True, exist_ok=True)")
+        raise FileNotFoundError(t("expected an existing folder for {name}, found no folder {folder}; "
+                                  "create it first: {code}", name=path.name, folder=folder,
+                                  code=f"Path({str(folder)!r}).mkdir(parents=True, exist_ok=True)"))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -121,8 +124,9 @@ def capture_rng_state(generator: torch.Generator | None = None) -> dict[str, Any
     ``generator`` is the ``torch.Generator`` you gave your DataLoader (it decides the shuffle order).
     """
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"expected the DataLoader's torch.Generator (or None), found {type(generator).__name__}; "
-                        f"pass loader.generator or the generator you built the loader with")
+        raise TypeError(t("expected the DataLoader's torch.Generator (or None), found {found}; "
+                          "pass loader.generator or the generator you built the loader with",
+                          found=type(generator).__name__))
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     version, py_state, gauss_next = random.getstate()
     return {
@@ -141,8 +145,8 @@ def restore_rng_state(state: dict[str, Any], generator: torch.Generator | None =
     missing = {"torch", "numpy", "python"} - set(state) if isinstance(state, dict) else {"torch"}
     if missing:
         found = sorted(state) if isinstance(state, dict) else type(state).__name__
-        raise CheckpointError(f"expected an RNG state from capture_rng_state() with keys torch, numpy, "
-                              f"python, found {found}")
+        raise CheckpointError(t("expected an RNG state from capture_rng_state() with keys torch, numpy, "
+                                "python, found {found}", found=found))
     torch.set_rng_state(state["torch"].cpu())
     cuda = state.get("cuda") or []
     if cuda and torch.cuda.is_available():
@@ -155,9 +159,9 @@ def restore_rng_state(state: dict[str, Any], generator: torch.Generator | None =
     random.setstate((py["version"], tuple(py["state"].tolist()), py["gauss_next"]))
     if generator is not None:
         if state.get("generator") is None:
-            raise CheckpointError("expected a DataLoader generator state in the checkpoint, found none: "
-                                  "it was saved without generator=...; resume with generator=None "
-                                  "(the data order will then differ from an uninterrupted run)")
+            raise CheckpointError(t("expected a DataLoader generator state in the checkpoint, found none: "
+                                    "it was saved without generator=...; resume with generator=None "
+                                    "(the data order will then differ from an uninterrupted run)"))
         generator.set_state(state["generator"].cpu())
 
 
@@ -169,7 +173,7 @@ def make_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer | N
                     extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The dict a training run needs to continue exactly: state_dicts, counters and RNG states."""
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"expected an nn.Module as model, found {type(model).__name__}")
+        raise TypeError(t("expected an nn.Module as model, found {found}", found=type(model).__name__))
     checkpoint: dict[str, Any] = {"model": model.state_dict(), "epoch": int(epoch), "step": int(step),
                                   "best_metric": best_metric, "rng": capture_rng_state(generator)}
     for name, obj in (("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
@@ -192,21 +196,23 @@ def read_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
     if not path.is_file():
         folder = path.parent
         present = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
-        raise FileNotFoundError(f"expected a checkpoint file at {path}, found none; "
-                                f"{folder} holds {present or 'nothing (or does not exist)'}")
+        raise FileNotFoundError(t("expected a checkpoint file at {path}, found none; {folder} holds {present}",
+                                  path=path, folder=folder,
+                                  present=present or t("nothing (or does not exist)")))
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as exc:  # a global that weights_only refuses
         refused = str(exc).split("Unsupported global: ")[-1].split(" was not")[0]
-        raise CheckpointError(f"{path.name} holds objects weights_only=True refuses ({refused}); save "
-                              f"state_dict()s, or if you trust the file and its class use "
-                              f"torch.serialization.safe_globals([...])") from exc
+        raise CheckpointError(t("{name} holds objects weights_only=True refuses ({refused}); save "
+                                "state_dict()s, or if you trust the file and its class use "
+                                "torch.serialization.safe_globals([...])", name=path.name, refused=refused)) from exc
     except Exception as exc:  # a truncated zip, or not a torch.save file at all
-        raise CheckpointError(f"could not read {path.name} as a checkpoint: {str(exc).splitlines()[0]} "
-                              f"If it is truncated, load the previous one (CheckpointManager.latest() "
-                              f"skips unfinished temp files)") from exc
+        raise CheckpointError(t("could not read {name} as a checkpoint: {error} If it is truncated, load the "
+                                "previous one (CheckpointManager.latest() skips unfinished temp files)",
+                                name=path.name, error=str(exc).splitlines()[0])) from exc
     if not isinstance(checkpoint, dict):
-        raise CheckpointError(f"expected {path.name} to hold a dict, found {type(checkpoint).__name__}")
+        raise CheckpointError(t("expected {name} to hold a dict, found {found}", name=path.name,
+                                found=type(checkpoint).__name__))
     return checkpoint
 
 
@@ -223,11 +229,13 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module | None = Non
     wanted = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "scaler": scaler}
     for name, obj in wanted.items():
         if obj is not None and checkpoint.get(name) is None:
-            raise CheckpointError(f"expected a {name!r} entry in {Path(path).name}, found keys "
-                                  f"{sorted(checkpoint)}; pass {name}=None to resume without it")
+            raise CheckpointError(t("expected a {entry} entry in {file}, found keys {keys}; pass {name}=None to "
+                                    "resume without it", entry=repr(name), file=Path(path).name,
+                                    keys=sorted(checkpoint), name=name))
     if restore_rng and checkpoint.get("rng") is None:
-        raise CheckpointError(f"expected an 'rng' entry in {Path(path).name}, found keys {sorted(checkpoint)}; "
-                              f"pass restore_rng=False to continue with the current random state")
+        raise CheckpointError(t("expected an 'rng' entry in {file}, found keys {keys}; pass restore_rng=False to "
+                                "continue with the current random state", file=Path(path).name,
+                                keys=sorted(checkpoint)))
     if model is not None:
         model.load_state_dict(checkpoint["model"], strict=strict)
     for name in ("optimizer", "scheduler", "scaler"):
@@ -262,12 +270,13 @@ class CheckpointManager:
     def __init__(self, folder: str | os.PathLike, keep_last: int = 3, prefix: str = "ckpt",
                  mode: str = "min", best_metric: float | None = None) -> None:
         if not isinstance(keep_last, int) or keep_last < 1:
-            raise ValueError(f"expected keep_last to be an int >= 1, found {keep_last!r}; "
-                             f"use 1 to keep only the newest checkpoint")
+            raise ValueError(t("expected keep_last to be an int >= 1, found {found}; "
+                               "use 1 to keep only the newest checkpoint", found=repr(keep_last)))
         if mode not in ("min", "max"):
-            raise ValueError(f"expected mode 'min' (lower is better, a loss) or 'max' (an accuracy), found {mode!r}")
+            raise ValueError(t("expected mode 'min' (lower is better, a loss) or 'max' (an accuracy), found {found}",
+                               found=repr(mode)))
         if not re.fullmatch(r"[A-Za-z0-9_]+", prefix):
-            raise ValueError(f"expected a prefix of letters, digits or '_', found {prefix!r}")
+            raise ValueError(t("expected a prefix of letters, digits or '_', found {found}", found=repr(prefix)))
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.keep_last, self.prefix, self.mode, self.best_metric = keep_last, prefix, mode, best_metric
@@ -278,7 +287,7 @@ class CheckpointManager:
     def save(self, checkpoint: dict[str, Any], step: int, metric: float | None = None) -> Path:
         """Write the checkpoint for ``step``; update ``best.pt`` if ``metric`` improved; prune."""
         if not isinstance(step, int) or step < 0:
-            raise ValueError(f"expected step to be an int >= 0, found {step!r}")
+            raise ValueError(t("expected step to be an int >= 0, found {found}", found=repr(step)))
         path = atomic_save(checkpoint, self.path_for(step))
         best = self.best_metric
         if metric is not None and (best is None or (metric < best if self.mode == "min" else metric > best)):

@@ -26,6 +26,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import hashlib
 from typing import Any, Callable
 
@@ -77,9 +79,10 @@ def make_shapes(n: int, seed: int = 0, split: str = "train") -> tuple[np.ndarray
     ((4, 32, 32, 3), 'int64')
     """
     if split not in _SPLIT_IDS:
-        raise ValueError(f"expected split to be one of {sorted(_SPLIT_IDS)}, found {split!r}")
+        raise ValueError(t("expected split to be one of {choices}, found {found}", choices=sorted(_SPLIT_IDS),
+                           found=repr(split)))
     if n < 0:
-        raise ValueError(f"expected a non-negative number of images, found n={n}")
+        raise ValueError(t("expected a non-negative number of images, found n={n}", n=n))
     # One row of raw integers per image, then the noise from a second stream: image i is
     # the same whatever n is (a smaller split is a prefix of the bigger one).
     streams = np.random.SeedSequence([seed, _SPLIT_IDS[split]]).spawn(2)
@@ -126,8 +129,8 @@ class ShapesDataset(_Base):  # type: ignore[misc, valid-type]
                  transform: Callable[[Any], Any] | None = None,
                  target_transform: Callable[[int], Any] | None = None) -> None:
         if split not in SPLIT_SIZES:
-            raise ValueError(f"expected split 'train', 'val' or 'test', found {split!r}; "
-                             f"make a custom split with size=...")
+            raise ValueError(t("expected split 'train', 'val' or 'test', found {found}; "
+                               "make a custom split with size=...", found=repr(split)))
         try:
             super().__init__(root=None, transform=transform, target_transform=target_transform)
         except TypeError:  # plain torch Dataset fallback
@@ -209,7 +212,8 @@ def toy_sequences(n: int = 64, vocab_size: int = 20, min_len: int = 2, max_len: 
     import torch
 
     if not 1 <= min_len <= max_len:
-        raise ValueError(f"expected 1 <= min_len <= max_len, found min_len={min_len}, max_len={max_len}")
+        raise ValueError(t("expected 1 <= min_len <= max_len, found min_len={min_len}, max_len={max_len}",
+                           min_len=min_len, max_len=max_len))
     rng = np.random.default_rng(np.random.SeedSequence([seed, 11]))
     out = []
     for _ in range(n):  # one sequence at a time: a smaller n gives a prefix of a bigger one

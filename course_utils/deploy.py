@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 from typing import Any, Callable
 
 import numpy as np
@@ -63,6 +65,6 @@ def max_abs_diff(a: Any, b: Any) -> float:
     left = a.detach().cpu().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, np.float64)
     right = b.detach().cpu().double().numpy() if isinstance(b, torch.Tensor) else np.asarray(b, np.float64)
     if left.shape != right.shape:
-        raise ValueError(f"shapes differ: {left.shape} vs {right.shape}")
+        raise ValueError(t("shapes differ: {left} vs {right}", left=left.shape, right=right.shape))
     return float(np.abs(left - right).max()) if left.size else 0.0
 

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import N_, t
+
 import torch
 
 
@@ -45,7 +47,7 @@ def describe(device: torch.device | None = None) -> str:
         return f"cuda: {props.name}, {props.total_memory / 2**30:.1f} GiB"
     if device.type == "mps":
         return "mps: Apple GPU"
-    return f"cpu: {torch.get_num_threads()} thread(s) used by torch"
+    return t("cpu: {n} thread(s) used by torch", n=torch.get_num_threads())
 
 
 GPU_RESULTS = "benchmarks/GPU_RESULTS.md"
@@ -75,30 +77,30 @@ def skip_unless_gpu(what: str, expect: str | None = None) -> bool:
     ValueError: skip_unless_gpu(what=...) needs a short description of what the cell measures, found ''
     """
     if not isinstance(what, str) or not what.strip():
-        raise ValueError("skip_unless_gpu(what=...) needs a short description of what the cell "
-                         f"measures, found {what!r}")
+        raise ValueError(t("skip_unless_gpu(what=...) needs a short description of what the cell measures, "
+                           "found {found}", found=repr(what)))
     if gpu_available():
         return True
-    print(f"Skipped on this machine (no CUDA GPU): {what}.")
+    print(t("Skipped on this machine (no CUDA GPU): {what}.", what=what))
     if expect:
-        print(f"What you would see on a GPU: {expect.strip()}")
+        print(t("What you would see on a GPU: {expect}", expect=expect.strip()))
         if GPU_RUN_RECORDED:
-            print(f"(typical figures, not measured here; what this cell measured on a GPU is "
-                  f"recorded in {GPU_RESULTS})")
+            print(t("(typical figures, not measured here; what this cell measured on a GPU is recorded in {path})",
+                    path=GPU_RESULTS))
         else:
-            print(f"(typical figures, not measurements: no GPU run of this course is recorded yet, "
-                  f"so {GPU_RESULTS} lists this cell without numbers)")
+            print(t("(typical figures, not measurements: no GPU run of this course is recorded yet, so {path} "
+                    "lists this cell without numbers)", path=GPU_RESULTS))
     else:
-        print("On a GPU machine this cell runs and prints its measurements.")
+        print(t("On a GPU machine this cell runs and prints its measurements."))
     return False
 
 
 #: What to install for ``torch.compile`` on the CPU, per platform (``sys.platform`` prefix).
 COMPILER_INSTALL = {
-    "linux": "a C++ compiler: g++ (Debian/Ubuntu: `sudo apt install g++`; Fedora: `sudo dnf install gcc-c++`)",
-    "darwin": "Apple's command line tools (`xcode-select --install`), which provide clang++",
-    "win32": ("Visual Studio Build Tools with the 'Desktop development with C++' workload, then start "
-              "Jupyter from a 'Developer PowerShell for VS' so that `cl` is on PATH"),
+    "linux": N_("a C++ compiler: g++ (Debian/Ubuntu: `sudo apt install g++`; Fedora: `sudo dnf install gcc-c++`)"),
+    "darwin": N_("Apple's command line tools (`xcode-select --install`), which provide clang++"),
+    "win32": N_("Visual Studio Build Tools with the 'Desktop development with C++' workload, then start "
+                "Jupyter from a 'Developer PowerShell for VS' so that `cl` is on PATH"),
 }
 
 
@@ -140,8 +142,8 @@ def compiler_help() -> str:
 
     for prefix, what in COMPILER_INSTALL.items():
         if sys.platform.startswith(prefix):
-            return f"To run it, install {what}, then restart the kernel."
-    return "To run it, install a C++ compiler (g++ or clang++) and put it on PATH, then restart the kernel."
+            return t("To run it, install {what}, then restart the kernel.", what=t(what))
+    return t("To run it, install a C++ compiler (g++ or clang++) and put it on PATH, then restart the kernel.")
 
 
 def skip_unless_compiler(what: str) -> bool:
@@ -162,10 +164,10 @@ def skip_unless_compiler(what: str) -> bool:
     ValueError: skip_unless_compiler(what=...) needs a short description of what the cell compiles, found ' '
     """
     if not isinstance(what, str) or not what.strip():
-        raise ValueError("skip_unless_compiler(what=...) needs a short description of what the cell "
-                         f"compiles, found {what!r}")
+        raise ValueError(t("skip_unless_compiler(what=...) needs a short description of what the cell compiles, "
+                           "found {found}", found=repr(what)))
     if cpp_compiler() is not None:
         return True
-    print(f"Skipped on this machine (torch.compile found no C++ compiler): {what}.")
+    print(t("Skipped on this machine (torch.compile found no C++ compiler): {what}.", what=what))
     print(compiler_help())
     return False

@@ -40,6 +40,8 @@ Example (``launch`` itself starts processes, which takes seconds; see tests/test
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import datetime
 import json
 import logging
@@ -345,15 +347,15 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
     if start_method is None:
         start_method = default_start_method()
     if start_method not in ("fork", "spawn"):
-        raise ValueError(f"expected start_method 'fork' or 'spawn' (or None for "
-                         f"default_start_method()), found {start_method!r}")
+        raise ValueError(t("expected start_method 'fork' or 'spawn' (or None for default_start_method()), "
+                           "found {found}", found=repr(start_method)))
     if world_size < 1:
-        raise ValueError(f"expected world_size >= 1, found {world_size}")
+        raise ValueError(t("expected world_size >= 1, found {world_size}", world_size=world_size))
     if not _importable(worker):
-        raise ValueError(f"expected a module-level function from a .py file, found "
-                         f"{worker.__qualname__!r} from {worker.__module__!r}: a spawned process (the "
-                         f"start method on macOS and Windows) cannot import a function defined in a "
-                         f"notebook. Put it in a module.")
+        raise ValueError(t("expected a module-level function from a .py file, found {name} from {module}: a "
+                           "spawned process (the start method on macOS and Windows) cannot import a function "
+                           "defined in a notebook. Put it in a module.", name=repr(worker.__qualname__),
+                           module=repr(worker.__module__)))
     clean_stale_folders()  # left by launches whose kernel was killed (a restart) before it could clean up
     folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)
     owner = {"pid": os.getpid(), "host": socket.gethostname(), "until": time.time() + timeout_s + 60}
@@ -367,16 +369,17 @@ def launch(worker: Callable[..., Any], world_size: int = 2, timeout_s: float = 1
     try:
         while not context.join(timeout=0.2):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the {world_size} workers did not finish within {timeout_s:g} s; "
-                                   f"they were stopped. A rank waiting for a collective that another "
-                                   f"rank never reaches looks exactly like this.")
+                raise TimeoutError(t("the {world_size} workers did not finish within {timeout} s; they were "
+                                     "stopped. A rank waiting for a collective that another rank never reaches "
+                                     "looks exactly like this.", world_size=world_size, timeout=f"{timeout_s:g}"))
     except mp.ProcessRaisedException as exc:
         rank, error = _first_error(folder) or (exc.error_index, str(exc).strip().splitlines()[-1])
-        raise WorkerFailed(f"worker rank {rank} failed with {error}. The other ranks were "
-                           f"stopped (they would have waited for it forever).") from None
+        raise WorkerFailed(t("worker rank {rank} failed with {error}. The other ranks were stopped (they would "
+                             "have waited for it forever).", rank=rank, error=error)) from None
     except mp.ProcessExitedException as exc:
-        raise WorkerFailed(f"worker rank {exc.error_index} died (exit code {exc.exit_code}). "
-                           f"Its last output:\n{_log_tail(folder, exc.error_index)}") from None
+        raise WorkerFailed(t("worker rank {rank} died (exit code {code}). Its last output:\n{tail}",
+                             rank=exc.error_index, code=exc.exit_code,
+                             tail=_log_tail(folder, exc.error_index))) from None
     finally:
         spawn_log.setLevel(level)
         _stop(context)
@@ -446,7 +449,8 @@ def main() -> None:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     result = ddp_train(rank, world_size, checkpoint=os.path.join(tempfile.gettempdir(), "ddp.pt"))
     if rank == 0:
-        print(f"{world_size} ranks, epoch losses {[round(v, 4) for v in result['epoch_losses']]}")
+        print(t("{world_size} ranks, epoch losses {losses}", world_size=world_size,
+                losses=[round(v, 4) for v in result['epoch_losses']]))
     dist.destroy_process_group()
 
 

@@ -37,6 +37,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import weakref
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
@@ -51,8 +53,8 @@ STATE_COPIES: dict[str, int] = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2}
 def _check_optimizer_name(name: str) -> str:
     key = str(name).lower().replace("+", "_").replace(" ", "_").replace("sgd_momentum", "momentum")
     if key not in STATE_COPIES:
-        raise ValueError(f"expected an optimizer name in {sorted(STATE_COPIES)}, found {name!r}; "
-                         f"try 'adam'")
+        raise ValueError(t("expected an optimizer name in {choices}, found {found}; try 'adam'",
+                           choices=sorted(STATE_COPIES), found=repr(name)))
     return key
 
 
@@ -116,8 +118,8 @@ def unique_storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     64
     """
     seen: dict[tuple[str, int], int] = {}
-    for t in tensors:
-        key, nbytes = _storage(t)
+    for tensor in tensors:
+        key, nbytes = _storage(tensor)
         seen[key] = nbytes
     return sum(seen.values())
 
@@ -271,11 +273,11 @@ def activation_bytes(model: nn.Module, x: torch.Tensor, loss_fn: Callable[..., t
 
 def _cuda_device(device: torch.device | str | None) -> torch.device:
     if not torch.cuda.is_available():
-        raise RuntimeError("CUDA memory counters need a CUDA GPU and none is available here; "
-                           "guard the cell with course_utils.devices.skip_unless_gpu(...)")
+        raise RuntimeError(t("CUDA memory counters need a CUDA GPU and none is available here; "
+                             "guard the cell with course_utils.devices.skip_unless_gpu(...)"))
     device = torch.device(device if device is not None else "cuda")
     if device.type != "cuda":
-        raise ValueError(f"expected a cuda device, found {device}")
+        raise ValueError(t("expected a cuda device, found {device}", device=device))
     return device
 
 

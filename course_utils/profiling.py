@@ -23,6 +23,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import contextlib
 import io
 import logging
@@ -45,7 +47,7 @@ def time_it(fn: Callable[[], Any], warmup: int = 2, repeats: int = 10,
     is not.
     """
     if repeats < 1:
-        raise ValueError(f"expected repeats >= 1, found {repeats}")
+        raise ValueError(t("expected repeats >= 1, found {repeats}", repeats=repeats))
     for _ in range(warmup):
         fn()
     if sync is not None:

@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import argparse
 import os
 import random
@@ -139,11 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     ckpt = load_checkpoint(args.resume, run.model, run.optimizer, run.scheduler,
                            generator=run.generator)
     run.epoch, run.step = ckpt["epoch"], ckpt["step"]
-    print(f"fresh process: resumed at epoch {run.epoch}, step {run.step}")
+    print(t("fresh process: resumed at epoch {epoch}, step {step}", epoch=run.epoch, step=run.step))
     losses = train(run, args.epochs)
     atomic_save({"model": run.model.state_dict(), "losses": losses, "epoch": run.epoch,
                  "pid": os.getpid()}, args.out)
-    print(f"fresh process: trained to epoch {run.epoch}, step {run.step}; wrote {os.path.basename(args.out)}")
+    print(t("fresh process: trained to epoch {epoch}, step {step}; wrote {name}", epoch=run.epoch, step=run.step,
+            name=os.path.basename(args.out)))
     return 0
 
 

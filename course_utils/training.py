@@ -29,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import csv
 import math
 import time
@@ -107,7 +109,7 @@ def evaluate(model: nn.Module, loader: Iterable, loss_fn: Callable | None = None
     finally:
         model.train(was_training)
     if count == 0:
-        raise ValueError("expected a loader with at least one batch, found an empty one")
+        raise ValueError(t("expected a loader with at least one batch, found an empty one"))
     result = {"loss": total_loss.item() / count}
     if classification:
         result["acc"] = correct.item() / count
@@ -137,7 +139,7 @@ def make_scheduler(name: str, optimizer: torch.optim.Optimizer, *, epochs: int,
         max_lr = params.pop("max_lr", optimizer.param_groups[0]["lr"])
         return sched.OneCycleLR(optimizer, max_lr=max_lr, epochs=epochs,
                                 steps_per_epoch=steps_per_epoch, **params)
-    raise ValueError(f"expected a scheduler name in {SCHEDULERS}, found {name!r}")
+    raise ValueError(t("expected a scheduler name in {choices}, found {found}", choices=SCHEDULERS, found=repr(name)))
 
 
 def default_plateau_metric(epochs: int) -> list[float]:
@@ -165,7 +167,7 @@ def lr_curve(name: str, *, epochs: int, steps_per_epoch: int, lr: float = 0.1,
     natural = "batch" if isinstance(scheduler, _PER_BATCH) else "epoch"
     step_every = step_every or natural
     if step_every not in ("batch", "epoch"):
-        raise ValueError(f"expected step_every 'batch' or 'epoch', found {step_every!r}")
+        raise ValueError(t("expected step_every 'batch' or 'epoch', found {found}", found=repr(step_every)))
     metrics = list(metrics) if metrics is not None else default_plateau_metric(epochs)
     total_steps = epochs * steps_per_epoch
     lrs: list[float] = []
@@ -211,9 +213,10 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
     :func:`read_tensorboard_log`, or view them with ``tensorboard --logdir <folder>``).
     """
     if epochs < 1:
-        raise ValueError(f"expected epochs >= 1, found {epochs}")
+        raise ValueError(t("expected epochs >= 1, found {epochs}", epochs=epochs))
     if step_scheduler not in ("auto", "batch", "epoch"):
-        raise ValueError(f"expected step_scheduler 'auto', 'batch' or 'epoch', found {step_scheduler!r}")
+        raise ValueError(t("expected step_scheduler 'auto', 'batch' or 'epoch', found {found}",
+                           found=repr(step_scheduler)))
     device = torch.device(device) if device is not None else _model_device(model)
     loss_fn = loss_fn if loss_fn is not None else nn.CrossEntropyLoss()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -282,7 +285,7 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
             if bar is not None:
                 bar.set_postfix({k: _fmt(v) for k, v in row.items() if k in ("train_loss", "val_acc")})
             if verbose:
-                print(f"epoch {epoch}/{epochs}  " + "  ".join(
+                print(t("epoch {epoch}/{epochs}", epoch=epoch, epochs=epochs) + "  " + "  ".join(
                     f"{k} {_fmt(v)}" for k, v in row.items() if k not in ("epoch", "seconds"))
                     + f"  ({row['seconds']:.1f} s)")
     finally:
@@ -294,7 +297,7 @@ def fit(model: nn.Module, train_loader: Iterable, *, epochs: int,
         if board is not None:
             board.close()
     if any(math.isnan(r["train_loss"]) for r in history.epochs) and verbose:
-        print("note: the training loss became NaN (see the 'loss will not go down' checklist)")
+        print(t("note: the training loss became NaN (see the 'loss will not go down' checklist)"))
     return history
 
 
@@ -305,8 +308,8 @@ def _progress_bar(epochs: int, loader: Iterable) -> Any:
         total: int | None = epochs * len(loader)  # type: ignore[arg-type]
     except TypeError:  # an iterable-style loader may not know its length
         total = None
-    bar = tqdm(total=total, desc="training", unit="step", leave=True, display=False) \
-        if _notebook_tqdm(tqdm) else tqdm(total=total, desc="training", unit="step", leave=True)
+    bar = tqdm(total=total, desc=t("training"), unit="step", leave=True, display=False) \
+        if _notebook_tqdm(tqdm) else tqdm(total=total, desc=t("training"), unit="step", leave=True)
     if hasattr(bar, "container"):  # the Jupyter widget: shown with a display id, see _show_final
         from IPython.display import display
 

@@ -27,6 +27,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import time
 from typing import Any, Sequence
 
@@ -39,9 +41,9 @@ class SlowDataset(Dataset):
 
     def __init__(self, base: Sequence[Any], delay_s: float = 0.002, mode: str = "wait") -> None:
         if mode not in ("wait", "compute"):
-            raise ValueError(f"expected mode 'wait' or 'compute', found {mode!r}")
+            raise ValueError(t("expected mode 'wait' or 'compute', found {found}", found=repr(mode)))
         if delay_s < 0:
-            raise ValueError(f"expected delay_s >= 0, found {delay_s}")
+            raise ValueError(t("expected delay_s >= 0, found {delay_s}", delay_s=delay_s))
         self.base, self.delay_s, self.mode = base, delay_s, mode
 
     def __len__(self) -> int:

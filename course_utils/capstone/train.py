@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import csv
 import math
 import sys
@@ -151,9 +153,10 @@ def train(cfg: Config) -> dict[str, Any]:
             scheduler.load_state_dict(state["scheduler"])
             start_epoch, step = state["epoch"] + 1, state["step"]
             if scheduler.total_steps != cfg.epochs * per_epoch:
-                raise ValueError(f"expected the interrupted run's length ({scheduler.total_steps} steps: its "
-                                 f"one-cycle schedule is planned for them), found {cfg.epochs * per_epoch}; "
-                                 f"resume with the same --epochs, --train-size, --batch-size, --max-batches")
+                raise ValueError(t("expected the interrupted run's length ({planned} steps: its one-cycle schedule "
+                                   "is planned for them), found {found}; resume with the same --epochs, "
+                                   "--train-size, --batch-size, --max-batches", planned=scheduler.total_steps,
+                                   found=cfg.epochs * per_epoch))
         else:
             for name in ("steps.csv", "epochs.csv"):
                 (out / name).unlink(missing_ok=True)
@@ -192,9 +195,10 @@ def train(cfg: Config) -> dict[str, Any]:
             atomic_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                          "scheduler": scheduler.state_dict(), "epoch": epoch, "step": step,
                          "versions": library_versions()}, checkpoint)
-            print(f"epoch {epoch}/{cfg.epochs}: step {step}, val_loss {val_loss:.3f}, val_acc {val_acc:.3f}")
+            print(t("epoch {epoch}/{epochs}: step {step}, val_loss {val_loss}, val_acc {val_acc}", epoch=epoch,
+                    epochs=cfg.epochs, step=step, val_loss=f"{val_loss:.3f}", val_acc=f"{val_acc:.3f}"))
             if epoch == cfg.stop_after:
-                print(f"stopped after epoch {epoch} (as if interrupted)")
+                print(t("stopped after epoch {epoch} (as if interrupted)", epoch=epoch))
                 break
         if board is not None:
             board.close()
@@ -234,7 +238,7 @@ def predict(model: nn.Module, images: Any, classes: tuple[str, ...] | list[str] 
 def main(argv: list[str] | None = None) -> int:
     cfg = config_from_args(sys.argv[1:] if argv is None else argv)
     summary = train(cfg)
-    print(f"done: {summary['steps']} steps")
+    print(t("done: {steps} steps", steps=summary['steps']))
     return 0
 
 

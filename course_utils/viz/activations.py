@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import math
 from typing import TYPE_CHECKING, Mapping, Sequence
 
@@ -52,15 +54,16 @@ def plot_activation_stds(stds: Mapping[str, Sequence[float]], *, ax: "Axes | Non
     import matplotlib.pyplot as plt
 
     if not stds:
-        raise ValueError("expected a mapping {label: list of stds}, found an empty mapping; "
-                         "pass e.g. {'kaiming': [0.8, 0.7, ...]}")
+        raise ValueError(t("expected a mapping {mapping}, found an empty mapping; pass e.g. {example}",
+                           mapping="{label: list of stds}", example="{'kaiming': [0.8, 0.7, ...]}"))
     if highlight is not None and highlight not in stds:
-        raise ValueError(f"highlight={highlight!r} is not one of the labels {list(stds)}; "
-                         f"pass one of them or None")
+        raise ValueError(t("highlight={highlight} is not one of the labels {labels}; pass one of them or None",
+                           highlight=repr(highlight), labels=list(stds)))
     for label, values in stds.items():
         if len(values) == 0 or any(v < 0 or v != v for v in values):
-            raise ValueError(f"expected non-negative numbers for {label!r}, found {list(values)[:5]}; "
-                             f"standard deviations are >= 0 (and not NaN)")
+            raise ValueError(t("expected non-negative numbers for {label}, found {values}; "
+                               "standard deviations are >= 0 (and not NaN)", label=repr(label),
+                               values=list(values)[:5]))
     if floor is None:
         floor = zero_floor(stds)
     if ax is None:

@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 from typing import Any, Mapping, Sequence
 
 Rows = Sequence[Mapping[str, Any]]
@@ -36,12 +38,12 @@ def plot_history(rows: Rows, x: str = "epoch", title: str | None = None) -> Any:
     from matplotlib.ticker import MaxNLocator
 
     if not rows:
-        raise ValueError("expected at least one row of training history, found none")
+        raise ValueError(t("expected at least one row of training history, found none"))
     keys = [k for k in rows[0] if k != x]
     loss_keys = [k for k in keys if k.endswith("loss")]
     acc_keys = [k for k in keys if k.endswith("acc")]
     if not loss_keys:
-        raise ValueError(f"expected keys ending in 'loss' (e.g. train_loss), found {keys}")
+        raise ValueError(t("expected keys ending in 'loss' (e.g. train_loss), found {keys}", keys=keys))
     ncols = 2 if acc_keys else 1
     fig, axes = plt.subplots(1, ncols, figsize=(4.2 * ncols, 3.0), squeeze=False)
     xs = _floats(rows, x) if x in rows[0] else list(range(1, len(rows) + 1))
@@ -69,7 +71,7 @@ def plot_lr_schedules(schedules: Mapping[str, Sequence[float]], steps_per_epoch:
     import matplotlib.pyplot as plt
 
     if not schedules:
-        raise ValueError("expected at least one schedule {name: [lr, ...]}, found none")
+        raise ValueError(t("expected at least one schedule {example}, found none", example="{name: [lr, ...]}"))
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.0, 3.0))
     else:

@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 import math
 from typing import TYPE_CHECKING, Mapping, Sequence
 
@@ -36,17 +38,19 @@ def plot_grad_norms(norms: Mapping[str, Sequence[float]], *, ax: "Axes | None" =
     import matplotlib.pyplot as plt
 
     if not norms:
-        raise ValueError("expected a mapping {label: list of per-layer gradient norms}, found an "
-                         "empty mapping; pass e.g. {'sigmoid': [1e-8, 1e-5, 0.01]}")
+        raise ValueError(t("expected a mapping {mapping}, found an empty mapping; pass e.g. {example}",
+                           mapping="{label: list of per-layer gradient norms}",
+                           example="{'sigmoid': [1e-8, 1e-5, 0.01]}"))
     cleaned: dict[str, list[float]] = {}
     for label, values in norms.items():
         try:
             cleaned[label] = [float(v) for v in values]
         except (TypeError, ValueError):
-            raise ValueError(f"expected numbers for {label!r}, found {list(values)[:4]}; convert "
-                             "tensors with .item() (or float(...)) first") from None
+            raise ValueError(t("expected numbers for {label}, found {values}; convert tensors with .item() "
+                               "(or float(...)) first", label=repr(label), values=list(values)[:4])) from None
         if not cleaned[label] or any(v < 0 for v in cleaned[label]):
-            raise ValueError(f"expected a non-empty list of norms >= 0 for {label!r}, found {cleaned[label][:5]}")
+            raise ValueError(t("expected a non-empty list of norms >= 0 for {label}, found {values}",
+                               label=repr(label), values=cleaned[label][:5]))
     positive = [v for values in cleaned.values() for v in values if v > 0 and math.isfinite(v)]
     if floor is None:
         floor = min(1e-12, min(positive) / 10) if positive else 1e-12

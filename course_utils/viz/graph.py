@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -54,12 +56,13 @@ def graph_nodes(output: torch.Tensor, names: Mapping[str, torch.Tensor] | None =
     non-leaf tensors to their ``grad_fn``. Inputs that do not require grad have no node.
     """
     if not isinstance(output, torch.Tensor):
-        raise TypeError(f"expected a tensor, found {type(output).__name__}; pass the tensor whose graph you want")
+        raise TypeError(t("expected a tensor, found {found}; pass the tensor whose graph you want",
+                          found=type(output).__name__))
     if output.grad_fn is None:
-        hint = ("it is a leaf: it has no history to draw" if output.requires_grad else
-                "it does not require grad: make an input with requires_grad=True and compute it "
-                "outside torch.no_grad()/inference_mode()")
-        raise ValueError(f"expected a tensor with a grad_fn, found grad_fn=None ({hint})")
+        hint = (t("it is a leaf: it has no history to draw") if output.requires_grad else
+                t("it does not require grad: make an input with requires_grad=True and compute it "
+                  "outside torch.no_grad()/inference_mode()"))
+        raise ValueError(t("expected a tensor with a grad_fn, found grad_fn=None ({hint})", hint=hint))
     names = dict(names or {})
     fn_names = {id(t.grad_fn): n for n, t in names.items() if isinstance(t, torch.Tensor) and t.grad_fn is not None}
     keep: dict[int, Any] = {}     # holds the Python node objects alive so their ids stay unique
@@ -98,7 +101,7 @@ def describe_graph(output: torch.Tensor, names: Mapping[str, torch.Tensor] | Non
         node = nodes[key]
         again = key in seen and bool(node.children)
         connector = "" if root else ("└─ " if last else "├─ ")
-        lines.append(f"{prefix}{connector}{node.label}{' (shown above)' if again else ''}")
+        lines.append(f"{prefix}{connector}{node.label}{t(' (shown above)') if again else ''}")
         if again:
             return
         seen.add(key)

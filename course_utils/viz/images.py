@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 from typing import Any, Sequence
 
 
@@ -27,8 +29,8 @@ def _as_hwc(images: Any, mean: Sequence[float] | None, std: Sequence[float] | No
         return np.stack(arrays)
     x = torch.stack(list(images)) if isinstance(images, (list, tuple)) else images
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError("expected a [B, C, H, W] tensor or a list of PIL images, found "
-                         f"{type(x).__name__} with shape {tuple(getattr(x, 'shape', ()))}")
+        raise ValueError(t("expected a [B, C, H, W] tensor or a list of PIL images, found {kind} with shape "
+                           "{shape}", kind=type(x).__name__, shape=tuple(getattr(x, 'shape', ()))))
     x = x.detach().cpu()
     x = x.float() / 255 if x.dtype == torch.uint8 else x.float()
     if std is not None:
@@ -55,7 +57,7 @@ def show_images(images: Any, labels: Sequence[int] | Any = None, classes: Sequen
     arr = _as_hwc(images, mean, std)
     n = len(arr)
     if n == 0:
-        raise ValueError("expected at least one image, found an empty batch")
+        raise ValueError(t("expected at least one image, found an empty batch"))
     if arr.shape[-1] == 1:
         arr = np.repeat(arr, 3, axis=-1)
     ncols = max(1, min(ncols, n))

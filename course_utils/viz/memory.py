@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+from course_utils.i18n import t
+
 from typing import Mapping, Sequence
 
 from course_utils.memory import MemoryBreakdown
@@ -41,7 +43,7 @@ def plot_memory_breakdown(breakdowns: Mapping[str, MemoryBreakdown], ax=None, un
     import matplotlib.pyplot as plt
 
     if not breakdowns:
-        raise ValueError("expected at least one {label: MemoryBreakdown} entry, found none")
+        raise ValueError(t("expected at least one {example} entry, found none", example="{label: MemoryBreakdown}"))
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 0.55 * len(breakdowns) + 1.4))
     unit = unit or _pick_unit(max(b.total for b in breakdowns.values()))
@@ -75,8 +77,8 @@ def plot_activation_vs_batch(batch_sizes: Sequence[int], measured_bytes: Sequenc
     import numpy as np
 
     if len(batch_sizes) != len(measured_bytes) or len(batch_sizes) < 2:
-        raise ValueError(f"expected two equally long sequences (at least 2 points), found "
-                         f"{len(batch_sizes)} batch sizes and {len(measured_bytes)} measurements")
+        raise ValueError(t("expected two equally long sequences (at least 2 points), found {n_sizes} batch sizes "
+                           "and {n_measured} measurements", n_sizes=len(batch_sizes), n_measured=len(measured_bytes)))
     if ax is None:
         _, ax = plt.subplots()
     unit = _pick_unit(max(measured_bytes))

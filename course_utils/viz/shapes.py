@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from course_utils.i18n import t
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -68,8 +70,9 @@ class BroadcastExplanation:
         for col in self.columns:
             a = "-" if col.size_a is None else str(col.size_a)
             b = "-" if col.size_b is None else str(col.size_b)
-            r = "ERROR" if col.result is None else str(col.result)
-            lines.append(f"  dim {width + col.dim} ({col.dim:>2}):  a {a:>4} | b {b:>4}  ->  {r:<5} {col.note}")
+            r = t("ERROR") if col.result is None else str(col.result)
+            lines.append(t("  dim {index} ({dim}):  a {a} | b {b}  ->  {r} {note}", index=width + col.dim,
+                           dim=f"{col.dim:>2}", a=f"{a:>4}", b=f"{b:>4}", r=f"{r:<5}", note=col.note))
         return "\n".join(lines)
 
 
@@ -85,11 +88,12 @@ def parse_shape(text: str | Sequence[int]) -> Shape:
         cleaned = text.strip().strip("()[]").replace("torch.Size", "")
         parts = [p for p in re.split(r"[\s,x×*]+", cleaned.strip("()[]")) if p]
         if not all(re.fullmatch(r"\d+", p) for p in parts):
-            raise ValueError(f"expected a shape such as '32, 1' or '(5, 1, 3)' (non-negative integers), "
-                             f"found {text!r}; try writing the sizes separated by commas")
+            raise ValueError(t("expected a shape such as '32, 1' or '(5, 1, 3)' (non-negative integers), "
+                               "found {text}; try writing the sizes separated by commas", text=repr(text)))
         values = tuple(int(p) for p in parts)
     if any(v < 0 for v in values):
-        raise ValueError(f"expected non-negative sizes, found {values}; sizes count elements along a dim")
+        raise ValueError(t("expected non-negative sizes, found {values}; sizes count elements along a dim",
+                           values=values))
     return values
 
 
@@ -114,23 +118,24 @@ def explain_broadcast(shape_a: str | Sequence[int], shape_b: str | Sequence[int]
             present = sb if sa is None else sa
             side = "a" if sa is None else "b"
             assert present is not None
-            columns.append(Column(dim, sa, sb, present, f"{side} missing → {present}"))
+            columns.append(Column(dim, sa, sb, present, t("{side} missing → {present}", side=side, present=present)))
         elif sa == sb:
-            columns.append(Column(dim, sa, sb, sa, "equal"))
+            columns.append(Column(dim, sa, sb, sa, t("equal")))
         elif sa == 1:
             columns.append(Column(dim, sa, sb, sb, f"a: 1 → {sb}"))
         elif sb == 1:
             columns.append(Column(dim, sa, sb, sa, f"b: 1 → {sa}"))
         else:
-            col = Column(dim, sa, sb, None, f"{sa} ≠ {sb}, neither is 1")
+            col = Column(dim, sa, sb, None, t("{sa} ≠ {sb}, neither is 1", sa=sa, sb=sb))
             columns.append(col)
             failed = failed or col
     if failed is not None:
-        message = (f"{a} and {b} do not broadcast: at dim {width + failed.dim} (counted from the right: "
-                   f"{failed.dim}) the sizes {failed.size_a} and {failed.size_b} differ and neither is 1.")
+        message = t("{a} and {b} do not broadcast: at dim {index} (counted from the right: {dim}) the sizes "
+                    "{size_a} and {size_b} differ and neither is 1.", a=a, b=b, index=width + failed.dim,
+                    dim=failed.dim, size_a=failed.size_a, size_b=failed.size_b)
         return BroadcastExplanation(a, b, tuple(columns), None, message)
     result = tuple(int(c.result) for c in columns if c.result is not None)
-    return BroadcastExplanation(a, b, tuple(columns), result, f"{a} and {b} broadcast to {result}")
+    return BroadcastExplanation(a, b, tuple(columns), result, t("{a} and {b} broadcast to {result}", a=a, b=b, result=result))
 
 
 def _box(ax: "Axes", x: float, y: float, text: str, color: str, dashed: bool = False) -> None:

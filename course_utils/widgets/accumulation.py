@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import ipywidgets as w
 import torch
 
+from course_utils.i18n import t
 from course_utils.widgets.base import Explorer, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -62,8 +63,8 @@ class GradAccumulator:
     def backward(self, expression: str = "y = 2 * x") -> float:
         """Compute y from ``expression`` and call ``y.backward()``; returns x.grad afterwards."""
         if expression not in EXPRESSIONS:
-            raise ValueError(f"expected one of {list(EXPRESSIONS)}, found {expression!r}; "
-                             f"pick an expression from that list")
+            raise ValueError(t("expected one of {choices}, found {expression}; pick an expression from that list",
+                               choices=list(EXPRESSIONS), expression=repr(expression)))
         y = EXPRESSIONS[expression](self.x)
         (local,) = torch.autograd.grad(EXPRESSIONS[expression](self.x), self.x)  # this call's dy/dx alone
         y.backward()
@@ -83,7 +84,7 @@ class GradAccumulator:
 
     def table(self) -> str:
         """The log as aligned text, one line per event."""
-        lines = [f"{'step':>4}  {'call':<30} {'adds':>6}  x.grad after"]
+        lines = [f"{t('step'):>4}  {t('call'):<30} {t('adds'):>6}  {t('x.grad after')}"]
         for i, e in enumerate(self.history, start=1):
             call = "x.grad = None" if e.action == "zero_grad (None)" else (
                 "x.grad.zero_()" if e.action == "zero_grad (zeros)" else f"{e.action}; y.backward()")
@@ -161,7 +162,7 @@ class AccumulationStepper(Explorer):
 
     def __init__(self) -> None:
         self.accumulator = GradAccumulator()
-        self.expression = w.Dropdown(options=list(EXPRESSIONS), value="y = 2 * x", description="expression")
+        self.expression = w.Dropdown(options=list(EXPRESSIONS), value="y = 2 * x", description=t("expression"))
         self.backward_button = w.Button(description="y.backward()", button_style="primary")
         self.zero_button = w.Button(description="zero_grad()", tooltip="x.grad = None (set_to_none=True)")
         super().__init__([w.HBox([self.expression, self.backward_button, self.zero_button])])
@@ -181,8 +182,9 @@ class AccumulationStepper(Explorer):
     def render(self):
         acc = self.accumulator
         now = "None" if acc.grad is None else f"{acc.grad:g}"
-        text = (f"x = tensor([1.], requires_grad=True); next call: {self.expression.value}; "
-                f"x.grad now: {now}\n" + acc.table())
+        # lesson 03 confirms `"x.grad now: None" in stepper.text`: the Chinese readout keeps that phrase
+        text = (t("{setup}; next call: {call}; x.grad now: {now}", setup="x = tensor([1.], requires_grad=True)",
+                  call=self.expression.value, now=now) + "\n" + acc.table())
         history = list(acc.history)
         _, ax = new_figure(max(3.5, 0.9 * len(history) + 1.5), 2.8)
         return text, draw_history(history, ax=ax)

@@ -39,13 +39,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import ipywidgets as w
 
+from course_utils.i18n import N_, t
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 #: First line of every explorer's text/plain form (the browser test recognises explorers by it).
-INTERACTIVE_NOTE = ("Interactive widget: it needs a running kernel. "
-                    "The static picture next to this cell shows what it draws.")
+INTERACTIVE_NOTE = N_("Interactive widget: it needs a running kernel. "
+                       "The static picture next to this cell shows what it draws.")
 
 _LIVE: "weakref.WeakValueDictionary[str, Explorer]" = weakref.WeakValueDictionary()
 
@@ -107,7 +109,7 @@ class Explorer(w.VBox):
             self.output.outputs = tuple(outputs)
 
     def __repr__(self) -> str:
-        return f"{INTERACTIVE_NOTE}\nIt starts at: {self.text}"
+        return t(INTERACTIVE_NOTE) + "\n" + t("It starts at: {text}", text=self.text)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         data = super()._repr_mimebundle_(**kwargs)  # the widget view, plain text cut at 110 chars

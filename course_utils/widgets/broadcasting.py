@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import ipywidgets as w
 
+from course_utils.i18n import N_, t
 from course_utils.viz.shapes import BroadcastExplanation, draw_broadcast, explain_broadcast, parse_shape
 from course_utils.widgets.base import Explorer, new_figure
 
@@ -31,13 +32,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 #: Examples offered in the dropdown: (label, shape a, shape b).
 EXAMPLES: list[tuple[str, str, str]] = [
-    ("batch minus column means", "32, 100", "100"),
-    ("batch minus row means (no keepdim)", "32, 100", "32"),
-    ("batch minus row means (keepdim)", "32, 100", "32, 1"),
-    ("prediction (N,1) vs target (N,)", "64, 1", "64"),
-    ("outer product via None", "5, 1", "1, 3"),
-    ("image batch times per-channel scale", "8, 3, 32, 32", "3, 1, 1"),
-    ("wrong channel scale", "8, 3, 32, 32", "3"),
+    (N_("batch minus column means"), "32, 100", "100"),
+    (N_("batch minus row means (no keepdim)"), "32, 100", "32"),
+    (N_("batch minus row means (keepdim)"), "32, 100", "32, 1"),
+    (N_("prediction (N,1) vs target (N,)"), "64, 1", "64"),
+    (N_("outer product via None"), "5, 1", "1, 3"),
+    (N_("image batch times per-channel scale"), "8, 3, 32, 32", "3, 1, 1"),
+    (N_("wrong channel scale"), "8, 3, 32, 32", "3"),
 ]
 
 
@@ -48,7 +49,7 @@ def torch_says(shape_a: str | Sequence[int], shape_b: str | Sequence[int]) -> st
     a = torch.empty(parse_shape(shape_a), device="meta")
     b = torch.empty(parse_shape(shape_b), device="meta")
     try:
-        return f"torch: a + b has shape {tuple((a + b).shape)}"
+        return t("torch: a + b has shape {shape}", shape=tuple((a + b).shape))
     except RuntimeError as exc:
         return f"torch: RuntimeError: {str(exc).splitlines()[0]}"
 
@@ -74,9 +75,10 @@ def check_shape_text(text: str) -> None:
         return
     pieces = [p for p in re.split(r"[\s,]+", cleaned) if p]
     bad = next((p for p in pieces if not re.fullmatch(r"\d+(?:[x×*]\d+)*", p)), None)
-    problem = f"{bad!r} is not a size" if bad is not None else "a size is missing between two separators"
-    raise ValueError(f"expected a shape such as '8, 1, 3', found {text!r}: {problem}; write only sizes, "
-                     f"separated by commas")
+    problem = t("{bad} is not a size", bad=repr(bad)) if bad is not None else \
+        t("a size is missing between two separators")
+    raise ValueError(t("expected a shape such as '8, 1, 3', found {text}: {problem}; write only sizes, "
+                       "separated by commas", text=repr(text), problem=problem))
 
 
 def _report(exp: BroadcastExplanation) -> str:
@@ -119,10 +121,10 @@ class BroadcastExplorer(Explorer):
         def as_text(shape: str | Sequence[int]) -> str:
             return ", ".join(str(s) for s in parse_shape(shape))
 
-        self.shape_a = w.Text(value=as_text(shape_a), description="shape a", continuous_update=False)
-        self.shape_b = w.Text(value=as_text(shape_b), description="shape b", continuous_update=False)
-        self.example = w.Dropdown(options=[(label, (a, b)) for label, a, b in EXAMPLES], value=None,
-                                  description="example")  # starts blank: the shapes above are free text
+        self.shape_a = w.Text(value=as_text(shape_a), description=t("shape a"), continuous_update=False)
+        self.shape_b = w.Text(value=as_text(shape_b), description=t("shape b"), continuous_update=False)
+        self.example = w.Dropdown(options=[(t(label), (a, b)) for label, a, b in EXAMPLES], value=None,
+                                  description=t("example"))  # starts blank: the shapes above are free text
         self.explanation: BroadcastExplanation | None = None
         self.error: str | None = None
         self._picking = False

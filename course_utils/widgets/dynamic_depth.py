@@ -19,6 +19,7 @@ import ipywidgets as widgets
 import torch
 from matplotlib.ticker import MaxNLocator
 
+from course_utils.i18n import t
 from course_utils.widgets.base import Explorer, new_figure
 
 
@@ -28,7 +29,7 @@ def norm_trajectory(input_norm: float, factor: float = 0.5, max_steps: int = 20)
     Runs the real computation on a 4-element tensor with the given norm.
     """
     if input_norm <= 0:
-        raise ValueError(f"input_norm must be positive, found {input_norm}; try 0.5 or 50")
+        raise ValueError(t("input_norm must be positive, found {value}; try 0.5 or 50", value=input_norm))
     x = torch.full((4,), input_norm / 2.0)  # norm of four equal entries a is 2a
     norms = [round(float(x.norm()), 4)]
     while x.norm() > 1.0 and len(norms) <= max_steps:
@@ -63,7 +64,8 @@ FACTORS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 def depth_readout(input_norm: float, factor: float) -> str:
     """The line the explorer shows."""
     depth = len(norm_trajectory(input_norm, factor)) - 1
-    return f"input norm {input_norm:g}, factor {factor:g} → {depth} layer applications"
+    return t("input norm {norm}, factor {factor} → {depth} layer applications", norm=f"{input_norm:g}",
+             factor=f"{factor:g}", depth=depth)
 
 
 def depth_explorer(static: bool = False):
@@ -89,9 +91,9 @@ class DepthExplorer(Explorer):
 
     def __init__(self, input_norm: float = 10, factor: float = 0.5) -> None:
         self.norm = widgets.SelectionSlider(options=[(f"{v:g}", v) for v in INPUT_NORMS], value=input_norm,
-                                            description="input ‖x‖")
+                                            description=t("input ‖x‖"))
         self.factor = widgets.SelectionSlider(options=[(f"{v:g}", v) for v in FACTORS], value=factor,
-                                              description="factor")
+                                              description=t("factor"))
         super().__init__([widgets.HBox([self.norm, self.factor])])
         self.norm.observe(self.refresh, names="value")
         self.factor.observe(self.refresh, names="value")

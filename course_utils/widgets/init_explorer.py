@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 from torch import nn
 
+from course_utils.i18n import t
 from course_utils.widgets.base import Explorer, new_figure
 
 if TYPE_CHECKING:
@@ -118,10 +119,11 @@ def activation_stds(scheme: str, activation: str, depth: int = 24, width: int = 
 
 def _summary(scheme: str, stds: list[float]) -> str:
     if max(stds) == 0:
-        return (f"{scheme}: every activation is exactly 0 in every layer; all units compute the "
-                f"same thing, so they also get the same gradient (symmetry is never broken)")
-    return (f"{scheme}: std after layer 1 = {stds[0]:.3g}, after layer {len(stds)} = {stds[-1]:.3g} "
-            f"(x{stds[-1] / stds[0]:.3g} overall)")
+        return t("{scheme}: every activation is exactly 0 in every layer; all units compute the "
+                 "same thing, so they also get the same gradient (symmetry is never broken)", scheme=scheme)
+    return t("{scheme}: std after layer 1 = {first}, after layer {depth} = {last} (x{ratio} overall)",
+             scheme=scheme, first=f"{stds[0]:.3g}", depth=len(stds), last=f"{stds[-1]:.3g}",
+             ratio=f"{stds[-1] / stds[0]:.3g}")
 
 
 def _static(depth: int, width: int) -> "Figure":
@@ -146,7 +148,7 @@ def init_explorer(static: bool = False, depth: int = 24, width: int = 256) -> An
     The live widget keeps what it shows in ``box.current`` (init, activation, depth, stds).
     """
     if depth < 20:
-        raise ValueError(f"the explorer is about deep nets: expected depth >= 20, found {depth}")
+        raise ValueError(t("the explorer is about deep nets: expected depth >= 20, found {depth}", depth=depth))
     if static:
         return _static(depth, width)
 
@@ -163,9 +165,9 @@ class InitExplorer(Explorer):
         import ipywidgets as widgets
 
         self.width = width
-        self.scheme = widgets.Dropdown(options=INITS, value="default", description="init")
-        self.activation = widgets.ToggleButtons(options=ACTIVATIONS, value="relu", description="activation")
-        self.layers = widgets.IntSlider(value=depth, min=20, max=max(60, depth), step=4, description="layers")
+        self.scheme = widgets.Dropdown(options=INITS, value="default", description=t("init"))
+        self.activation = widgets.ToggleButtons(options=ACTIVATIONS, value="relu", description=t("activation"))
+        self.layers = widgets.IntSlider(value=depth, min=20, max=max(60, depth), step=4, description=t("layers"))
         self.current: dict[str, Any] = {}
         super().__init__([widgets.HBox([self.scheme, self.activation]), self.layers])
         for control in (self.scheme, self.activation, self.layers):

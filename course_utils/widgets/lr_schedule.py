@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from course_utils.i18n import N_, t
 from course_utils.training import SCHEDULERS, lr_curve
 from course_utils.widgets.base import Explorer, new_figure
 
@@ -31,8 +32,10 @@ def schedule_summary(name: str, *, epochs: int, steps_per_epoch: int, lr: float,
     lrs = lr_curve(name, epochs=epochs, steps_per_epoch=steps_per_epoch, lr=lr,
                    step_every=step_every, **params)
     where = step_every or ("batch" if name == "onecycle" else "epoch")
-    return (f"{name}, step() every {where}: lr {lrs[0]:.3g} → {lrs[-1]:.3g} "
-            f"(min {min(lrs):.3g}, max {max(lrs):.3g}) over {len(lrs)} batches")
+    return t("{name}, step() {where}: lr {start} → {end} (min {low}, max {high}) over {n} batches",
+             name=name, where=t({"batch": N_("every batch"), "epoch": N_("every epoch")}[where]),
+             start=f"{lrs[0]:.3g}", end=f"{lrs[-1]:.3g}", low=f"{min(lrs):.3g}", high=f"{max(lrs):.3g}",
+             n=len(lrs))
 
 
 def _params(name: str, step_size: int, gamma: float, pct_start: float) -> dict[str, Any]:
@@ -78,13 +81,13 @@ class LRScheduleExplorer(Explorer):
         style = {"description_width": "90px"}
         self.steps_per_epoch = steps_per_epoch
         self.name = widgets.Dropdown(options=[(_LABELS[n], n) for n in SCHEDULERS], value="cosine",
-                                     description="scheduler", style=style)
-        self.where = widgets.ToggleButtons(options=[("natural place", "auto"), ("every batch", "batch"),
-                                                    ("every epoch", "epoch")],
-                                           value="auto", description="step() called", style=style)
+                                     description=t("scheduler"), style=style)
+        self.where = widgets.ToggleButtons(options=[(t("natural place"), "auto"), (t("every batch"), "batch"),
+                                                    (t("every epoch"), "epoch")],
+                                           value="auto", description=t("step() called"), style=style)
         self.base_lr = widgets.SelectionSlider(options=[(f"{v:g}", v) for v in sorted({*LR_CHOICES, lr})],
                                                value=lr, description="lr", style=style)
-        self.n_epochs = widgets.IntSlider(value=epochs, min=2, max=max(40, epochs), description="epochs",
+        self.n_epochs = widgets.IntSlider(value=epochs, min=2, max=max(40, epochs), description=t("epochs"),
                                           style=style)
         self.step_size = widgets.IntSlider(value=max(1, epochs // 3), min=1, max=20,
                                            description="step_size", style=style)
@@ -107,8 +110,10 @@ class LRScheduleExplorer(Explorer):
         lrs = lr_curve(name, epochs=epochs, steps_per_epoch=self.steps_per_epoch, lr=lr,
                        step_every=step_every, **params)
         called = dict((value, label) for label, value in self.where.options)[self.where.value]
-        text = (f"settings: step() called: {called}, lr={lr:g}, epochs={epochs}, step_size={self.step_size.value} (StepLR), "
-                f"gamma/factor={gamma:.2f} (StepLR, ReduceLROnPlateau), pct_start={pct:.2f} (OneCycleLR)\n"
+        text = (t("settings: step() called: {called}, lr={lr}, epochs={epochs}, step_size={step_size} (StepLR), "
+                  "gamma/factor={gamma} (StepLR, ReduceLROnPlateau), pct_start={pct} (OneCycleLR)",
+                  called=called, lr=f"{lr:g}", epochs=epochs, step_size=self.step_size.value, gamma=f"{gamma:.2f}",
+                  pct=f"{pct:.2f}") + "\n"
                 + schedule_summary(name, epochs=epochs, steps_per_epoch=self.steps_per_epoch, lr=lr,
                                    step_every=step_every, **params))
         fig, ax = new_figure(6.0, 2.8)

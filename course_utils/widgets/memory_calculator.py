@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import ipywidgets as w
 
+from course_utils.i18n import N_, t
 from course_utils.memory import STATE_COPIES, MemoryBreakdown, format_bytes
 from course_utils.widgets.base import Explorer, new_figure
 
 #: key -> (label, bytes per weight element, activation factor, 16-bit weight copies saved?)
 PRECISIONS: dict[str, tuple[str, int, float, bool]] = {
-    "float32": ("float32 everywhere", 4, 1.0, False),
-    "amp": ("AMP: fp32 weights, 16-bit autocast", 4, 0.5, True),
-    "bf16": ("bfloat16 everywhere (pure 16-bit)", 2, 0.5, False),
+    "float32": (N_("float32 everywhere"), 4, 1.0, False),
+    "amp": (N_("AMP: fp32 weights, 16-bit autocast"), 4, 0.5, True),
+    "bf16": (N_("bfloat16 everywhere (pure 16-bit)"), 2, 0.5, False),
 }
 OPTIMIZER_LABELS = {"sgd": "SGD", "momentum": "SGD+momentum", "adam": "Adam", "adamw": "AdamW"}
 
@@ -41,12 +42,15 @@ def calculator_breakdown(n_params: int, batch_size: int, precision: str, optimiz
                          activation_bytes_per_sample: float) -> MemoryBreakdown:
     """The breakdown the calculator shows (see the module docstring for the model)."""
     if precision not in PRECISIONS:
-        raise ValueError(f"expected precision in {sorted(PRECISIONS)}, found {precision!r}")
+        raise ValueError(t("expected precision in {choices}, found {found}", choices=sorted(PRECISIONS),
+                           found=repr(precision)))
     if optimizer not in STATE_COPIES:
-        raise ValueError(f"expected optimizer in {sorted(STATE_COPIES)}, found {optimizer!r}")
+        raise ValueError(t("expected optimizer in {choices}, found {found}", choices=sorted(STATE_COPIES),
+                           found=repr(optimizer)))
     if n_params < 0 or batch_size < 0 or activation_bytes_per_sample < 0:
-        raise ValueError("expected non-negative n_params, batch_size and activation_bytes_per_sample, "
-                         f"found {n_params}, {batch_size}, {activation_bytes_per_sample}")
+        raise ValueError(t("expected non-negative n_params, batch_size and activation_bytes_per_sample, "
+                           "found {n_params}, {batch_size}, {per_sample}", n_params=n_params,
+                           batch_size=batch_size, per_sample=activation_bytes_per_sample))
     _, width, act_factor, weight_copies = PRECISIONS[precision]
     weights = int(n_params) * width
     activations = batch_size * activation_bytes_per_sample * act_factor
@@ -55,17 +59,24 @@ def calculator_breakdown(n_params: int, batch_size: int, precision: str, optimiz
     return MemoryBreakdown(weights, weights, STATE_COPIES[optimizer] * weights, int(round(activations)))
 
 
+#: The breakdown's parts as the readout names them.
+_PART_NAMES = {"params": N_("params"), "grads": N_("grads"), "optimizer_state": N_("optimizer state"),
+               "activations": N_("activations")}
+
+
 def _summary(b: MemoryBreakdown) -> str:
-    parts = ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in b.as_dict().items())
-    return f"total {format_bytes(b.total)} = {parts}"
+    parts = ", ".join(t("{part} {size}", part=t(_PART_NAMES.get(k, k.replace("_", " "))), size=format_bytes(v))
+                      for k, v in b.as_dict().items())
+    return t("total {total} = {parts}", total=format_bytes(b.total), parts=parts)
 
 
 def calculator_readout(n_params: int, batch_size: int, precision: str, optimizer: str,
                        activation_bytes_per_sample: float) -> str:
     """The line the calculator shows: the exact settings, then the breakdown."""
     b = calculator_breakdown(n_params, batch_size, precision, optimizer, activation_bytes_per_sample)
-    return (f"{OPTIMIZER_LABELS[optimizer]}, {PRECISIONS[precision][0]}, {n_params:,} parameters, "
-            f"batch {batch_size}: {_summary(b)}")
+    return t("{opt}, {precision}, {n_params} parameters, batch {batch_size}: {summary}",
+             opt=OPTIMIZER_LABELS[optimizer], precision=t(PRECISIONS[precision][0]), n_params=f"{n_params:,}",
+             batch_size=batch_size, summary=_summary(b))
 
 
 def parameter_choices(n_params: int) -> list[int]:
@@ -107,13 +118,13 @@ class MemoryCalculator(Explorer):
                  batch_size: int = 64) -> None:
         self.activation_bytes_per_sample = activation_bytes_per_sample
         self.params = w.SelectionSlider(options=[(f"{n:,}", n) for n in parameter_choices(n_params)],
-                                        value=int(n_params), description="parameters")
+                                        value=int(n_params), description=t("parameters"))
         sizes = sorted({2**k for k in range(11)} | {batch_size})
-        self.batch = w.SelectionSlider(options=sizes, value=batch_size, description="batch size")
-        self.precision = w.Dropdown(options=[(v[0], k) for k, v in PRECISIONS.items()], value="float32",
-                                    description="precision")
+        self.batch = w.SelectionSlider(options=sizes, value=batch_size, description=t("batch size"))
+        self.precision = w.Dropdown(options=[(t(v[0]), k) for k, v in PRECISIONS.items()], value="float32",
+                                    description=t("precision"))
         self.optimizer = w.ToggleButtons(options=[(v, k) for k, v in OPTIMIZER_LABELS.items()], value="adam",
-                                         description="optimizer")
+                                         description=t("optimizer"))
         super().__init__([w.HBox([self.params, self.batch]), w.HBox([self.precision]), self.optimizer])
         for control in (self.params, self.batch, self.precision, self.optimizer):
             control.observe(self.refresh, names="value")
