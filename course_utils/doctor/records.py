@@ -37,6 +37,8 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from ..i18n import t
+
 Severity = Literal["error", "warning"]
 
 #: Every code the doctor can report (stable strings), with what it means.
@@ -73,6 +75,12 @@ _WHY = " Why it matters: "
 _FIX = " Fix: "
 
 
+def _markers() -> list[tuple[str, str]]:
+    """The (why, fix) markers of a message: the current language's, then the English ones."""
+    here = (f" {t('Why it matters:')} ", f" {t('Fix:')} ")
+    return [here] if here == (_WHY, _FIX) else [here, (_WHY, _FIX)]
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem: a stable ``code``, a ``severity`` and a message (observed, why, fix)."""
@@ -83,18 +91,24 @@ class Finding:
 
     def parts(self) -> tuple[str, str, str]:
         """(observed, why it matters, fix) split out of the message."""
-        observed, _, rest = self.message.partition(_WHY)
-        why, _, fix = rest.partition(_FIX)
-        if not rest:  # a message without the markers
-            observed, _, fix = self.message.partition(_FIX)
-        return observed.strip(), why.strip(), fix.strip()
+        for why_marker, fix_marker in _markers():
+            observed, _, rest = self.message.partition(why_marker)
+            if rest:
+                why, _, fix = rest.partition(fix_marker)
+                return observed.strip(), why.strip(), fix.strip()
+        for _, fix_marker in _markers():
+            observed, _, fix = self.message.partition(fix_marker)  # a message without the why marker
+            if fix:
+                break
+        return observed.strip(), "", fix.strip()
 
 
 def finding(code: str, severity: Severity, observed: str, why: str, fix: str) -> Finding:
     """Build a :class:`Finding` whose message follows the observed / why / fix convention."""
     if code not in CODES:
         raise ValueError(f"unknown finding code {code!r}; expected one of {sorted(CODES)}")
-    return Finding(code, severity, f"{observed.strip()}{_WHY}{why.strip()}{_FIX}{fix.strip()}")
+    (why_marker, fix_marker), *_ = _markers()
+    return Finding(code, severity, f"{observed.strip()}{why_marker}{why.strip()}{fix_marker}{fix.strip()}")
 
 
 # --- stage 0: the arguments ---------------------------------------------------------------------
