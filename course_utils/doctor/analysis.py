@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -464,7 +465,8 @@ def _context(inputs: Inputs) -> str:
         parts.append(t("targets are {dtype} {shape}", dtype=inputs.y.dtype, shape=tuple(inputs.y.shape)))
     if param is not None:
         parts.append(t("parameters are {dtype} on {device}", dtype=param.dtype, device=param.device))
-    return t("Here {parts}.", parts=", ".join(parts)) if parts else ""
+    return t("Here {parts}.", parts=functools.reduce(lambda a, b: t("{first}, {second}", first=a, second=b), parts)) \
+        if parts else ""
 
 
 def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> list[Finding]:
