@@ -85,3 +85,18 @@ def test_english_report_is_unchanged() -> None:
     assert lines[2] == "--------  -----------------  -------"
     assert lines[3].startswith("ERROR     SOFTMAX_BEFORE_CE  Observed: the scores given to the loss come")
     assert "Why it matters: softmax is applied twice" in report.findings[0].message
+
+
+def test_code_meanings_speak_chinese() -> None:
+    """``CODES`` (printed as a table in lesson 10) reads each meaning in the current language."""
+    from course_utils.doctor import CODES
+
+    english = dict(CODES.items())
+    i18n.MISSING.clear()
+    with i18n.use_language("zh_CN"):
+        chinese = dict(CODES.items())
+        assert CODES["NAN_OR_INF"] == chinese["NAN_OR_INF"] == CODES.get("NAN_OR_INF")
+    assert not [m for lang, m in i18n.MISSING if lang == "zh_CN"]
+    assert list(chinese) == list(english) and all(chinese[c] != english[c] for c in english)
+    assert not [e for meaning in chinese.values() for e in english_left(meaning)]
+    assert english["LR_TOO_HIGH"] == "the loss diverges when the model trains on one batch"
