@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -52,6 +53,7 @@ from .common import (
     regression_on_labels,
     targets_shaped_n1,
 )
+from ..i18n import t, tn
 from .checks import input_findings
 from .errors import classify_exception
 from .graph import floor, producer
@@ -91,16 +93,16 @@ def label_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, ignore
     if low >= 0 and high < classes:
         return None
     bad = int(((valid < 0) | (valid >= classes)).sum())
-    observed = (f"labels range from {low} to {high} ({bad} of {valid.numel()} out of range), but the "
-                f"model outputs {classes} scores per sample, so valid labels are 0..{classes - 1}.")
+    observed = (t("labels range from {low} to {high} ({bad} of {valid_numel} out of range), but the model "
+                  "outputs {classes} scores per sample, so valid labels are 0..{classes_1}.", low=low, high=high, bad=bad, valid_numel=valid.numel(), classes=classes, classes_1=classes - 1))
     if low >= 1 and high == classes:
-        observed += " They look 1-based."
+        observed += t(" They look 1-based.")
     return finding("LABEL_OUT_OF_RANGE", "error", observed,
-                   f"the loss uses each label as an index into the scores: on the CPU it raises 'Target "
-                   f"{high if high >= classes else low} is out of bounds', on a GPU a device-side assert "
-                   "that breaks the whole CUDA session.",
-                   "map the labels to 0..C-1 (y - 1 for 1-based labels, or a dict from class name to "
-                   "index), or give the last layer one output per class.")
+                   t("the loss uses each label as an index into the scores: on the CPU it raises 'Target "
+                     "{index} is out of bounds', on a GPU a device-side assert that breaks "
+                     "the whole CUDA session.", index=high if high >= classes else low),
+                   t("map the labels to 0..C-1 (y - 1 for 1-based labels, or a dict from class name to "
+                     "index), or give the last layer one output per class."))
 
 
 def loss_input_findings(pred: Any, target: Any, loss_fn: Any, autocast: bool, made_by: str | None = None,
@@ -146,13 +148,14 @@ def _nll_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by
         return None
     classes = pred.shape[1] if pred.dim() >= 2 else pred.shape[0]
     return finding("NLL_ON_LOGITS", "error",
-                   f"NLLLoss received {pred.numel()} scores over {classes} classes, {positive} of them positive "
-                   f"(up to {float(pred.detach().max()):.4g}), made by {made_by}: raw scores, not log-probabilities "
-                   "(log p is never above 0) and there is no log_softmax before the loss.",
-                   "NLLLoss only returns -input[label]: on raw scores the loss is unbounded below (it goes "
-                   "negative and keeps falling by making one score huge) and nothing normalises across classes.",
-                   "end the model with nn.LogSoftmax(dim=1) / F.log_softmax(x, dim=1), or return the raw "
-                   "scores and use nn.CrossEntropyLoss (log_softmax + NLLLoss in one, numerically stable).")
+                   t("NLLLoss received {pred_numel} scores over {classes} classes, {positive} of them "
+                     "positive (up to {float_pred_detach_max:.4g}), made by {made_by}: raw scores, not "
+                     "log-probabilities (log p is never above 0) and there is no log_softmax before the loss.", pred_numel=pred.numel(), classes=classes, positive=positive, float_pred_detach_max=float(pred.detach().max()), made_by=made_by),
+                   t("NLLLoss only returns -input[label]: on raw scores the loss is unbounded below (it goes "
+                     "negative and keeps falling by making one score huge) and nothing normalises across "
+                     "classes."),
+                   t("end the model with nn.LogSoftmax(dim=1) / F.log_softmax(x, dim=1), or return the raw "
+                     "scores and use nn.CrossEntropyLoss (log_softmax + NLLLoss in one, numerically stable)."))
 
 
 def _bce_finding(pred: torch.Tensor, loss_fn: Any, made_by: str | None) -> Finding | None:
@@ -161,13 +164,13 @@ def _bce_finding(pred: torch.Tensor, loss_fn: Any, made_by: str | None) -> Findi
         return None
     low, high = float(pred.detach().min()), float(pred.detach().max())
     return finding("BCE_ON_LOGITS", "error",
-                   f"BCELoss received {pred.numel()} scores made by {made_by} (values {low:.4g} to {high:.4g}) with "
-                   "no sigmoid in between: raw scores, not probabilities.",
-                   "BCELoss takes probabilities in [0, 1]: raw scores make it raise ('all elements of input "
-                   "should be between 0 and 1'; on a GPU a device-side assert), or, while they happen to lie "
-                   "in [0, 1], train a model whose outputs are not probabilities at all.",
-                   "return the raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
-                   "numerically stable), or end the model with torch.sigmoid for nn.BCELoss.")
+                   t("BCELoss received {pred_numel} scores made by {made_by} (values {low:.4g} to {high:.4g}) "
+                     "with no sigmoid in between: raw scores, not probabilities.", pred_numel=pred.numel(), made_by=made_by, low=low, high=high),
+                   t("BCELoss takes probabilities in [0, 1]: raw scores make it raise ('all elements of input "
+                     "should be between 0 and 1'; on a GPU a device-side assert), or, while they happen to "
+                     "lie in [0, 1], train a model whose outputs are not probabilities at all."),
+                   t("return the raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
+                     "numerically stable), or end the model with torch.sigmoid for nn.BCELoss."))
 
 
 def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_by: str | None,
@@ -186,38 +189,39 @@ def _relu_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, made_b
               and (class_index_shaped(pred, target) or target.shape == pred.shape))
     bce_logits = isinstance(loss_fn, nn.BCEWithLogitsLoss) or loss_fn is F.binary_cross_entropy_with_logits
     if logits or bce_logits:
-        name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", "the loss")
-        seen = (f"the {pred.numel()} scores given to {name} come straight from {op} (never below {bound:g}); "
-                f"{at_bound:.0%} of them are exactly {bound:g}.")
-        why = ("this loss expects raw scores (logits) that can be any real number: "
-               + ("with scores >= 0 the sigmoid is always >= 0.5, so the model can never predict the negative "
-                  "class" if bce_logits else
-                  "a wrong class's score cannot be pushed below 0, and a score held at 0 by the ReLU gets no "
-                  "gradient at all, so those samples stop teaching the model")
-               + "; training stalls or learns only part of the task.")
+        name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", t("the loss"))
+        seen = (t("the {pred_numel} scores given to {name} come straight from {op} (never below "
+                  "{bound:g}); {at_bound:.0%} of them are exactly {bound:g}.", pred_numel=pred.numel(), name=name, op=op, bound=bound, at_bound=at_bound))
+        why = (t("this loss expects raw scores (logits) that can be any real number: with scores >= 0 the "
+                 "sigmoid is always >= 0.5, so the model can never predict the negative class; training stalls "
+                 "or learns only part of the task.") if bce_logits else
+               t("this loss expects raw scores (logits) that can be any real number: a wrong class's score "
+                 "cannot be pushed below 0, and a score held at 0 by the ReLU gets no gradient at all, so those "
+                 "samples stop teaching the model; training stalls or learns only part of the task."))
         return finding("RELU_ON_OUTPUT", "error", seen, why,
-                       "remove the activation after the last linear layer (the classifier returns the linear "
-                       "layer's output as logits; the loss applies the softmax/sigmoid itself).")
+                       t("remove the activation after the last linear layer (the classifier returns the linear "
+                         "layer's output as logits; the loss applies the softmax/sigmoid itself)."))
     if not (is_regression(loss_fn) and target.is_floating_point()):
         return None
     negative = int((target < bound).sum())
     dead = bool((pred.detach() <= bound).all())
     if negative == 0 and not dead:
         return None
-    seen = (f"the prediction comes straight from {op} (>= {bound:g} by construction; {at_bound:.0%} of its "
-            f"{pred.numel()} values are exactly {bound:g})")
+    seen = (t("the prediction comes straight from {op} (>= {bound:g} by construction; {at_bound:.0%} "
+              "of its {pred_numel} values are exactly {bound:g})", op=op, bound=bound, at_bound=at_bound, pred_numel=pred.numel()))
     if negative:
-        seen += (f", but {negative} of {target.numel()} targets are below {bound:g} "
-                 f"(down to {float(target.min()):.4g}).")
+        seen += (t(", but {negative} of {target_numel} targets are below {bound:g} (down to "
+                   "{float_target_min:.4g}).", negative=negative, target_numel=target.numel(), bound=bound, float_target_min=float(target.min())))
     else:
-        seen += (f": the output is dead, the same {bound:g} for every sample while the targets range from "
-                 f"{float(target.min()):.4g} to {float(target.max()):.4g}.")
+        seen += (t(": the output is dead, the same {bound:g} for every sample while the targets range from "
+                   "{float_target_min:.4g} to {float_target_max:.4g}.", bound=bound, float_target_min=float(target.min()), float_target_max=float(target.max())))
     return finding("RELU_ON_OUTPUT", "error", seen,
-                   "a ReLU output can never be below 0, so negative targets are out of reach, and wherever the "
-                   "ReLU outputs 0 its gradient is 0 too: when the last layer's pre-activations are all below 0 "
-                   "(an unlucky initialisation, one large step) nothing learns and predictions stick at 0.",
-                   "remove the activation after the last layer of a regression model (return the linear "
-                   "layer's output); if the target must be positive, use softplus or predict its logarithm.")
+                   t("a ReLU output can never be below 0, so negative targets are out of reach, and wherever "
+                     "the ReLU outputs 0 its gradient is 0 too: when the last layer's pre-activations are all "
+                     "below 0 (an unlucky initialisation, one large step) nothing learns and predictions "
+                     "stick at 0."),
+                   t("remove the activation after the last layer of a regression model (return the linear "
+                     "layer's output); if the target must be positive, use softplus or predict its logarithm."))
 
 
 def label_layout_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
@@ -225,25 +229,25 @@ def label_layout_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None
     a regression loss (checked before the loss runs)."""
     if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor)):
         return None
-    name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", "the loss")
+    name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(loss_fn, "__name__", t("the loss"))
     n, c = pred.shape[0], pred.shape[1] if pred.dim() >= 2 else 0
     if one_hot_targets(pred, target, loss_fn):
         return finding("TARGET_SHAPE", "error",
-                       f"the targets are one-hot {target.dtype} {tuple(target.shape)} (one 1 per row), but {name} "
-                       f"expects one class index per sample, shape {(n,)}, for {tuple(pred.shape)} scores.",
-                       "integer targets with the prediction's shape are read as several targets per sample: "
-                       "the call raises '0D or 1D target tensor expected, multi-target not supported'.",
-                       "turn the one-hot rows into class indices: y = y.argmax(dim=1) (or pass probabilities "
-                       "as floats: y.float(), which CrossEntropyLoss also accepts).")
+                       t("the targets are one-hot {target_dtype} {target_shape} (one 1 per row), but {name} "
+                         "expects one class index per sample, shape {n}, for {pred_shape} scores.", target_dtype=target.dtype, target_shape=tuple(target.shape), name=name, n=(n,), pred_shape=tuple(pred.shape)),
+                       t("integer targets with the prediction's shape are read as several targets per sample: the "
+                         "call raises '0D or 1D target tensor expected, multi-target not supported'."),
+                       t("turn the one-hot rows into class indices: y = y.argmax(dim=1) (or pass probabilities as "
+                         "floats: y.float(), which CrossEntropyLoss also accepts)."))
     if regression_on_labels(pred, target, loss_fn):
         return finding("TARGET_SHAPE", "error",
-                       f"{name} compares {tuple(pred.shape)} class scores with {target.dtype} class labels of shape "
-                       f"{tuple(target.shape)}: a regression loss on a classification target.",
-                       "a regression loss needs a target of the prediction's shape; class indices broadcast "
-                       "against the scores (or raise 'The size of tensor a must match the size of tensor b'), "
-                       "so every score is pulled toward the label number itself.",
-                       f"use nn.CrossEntropyLoss() on the scores and the labels; to keep {name}, compare with "
-                       f"one-hot targets: F.one_hot(y, {c}).float().")
+                       t("{name} compares {pred_shape} class scores with {target_dtype} class labels of "
+                         "shape {target_shape}: a regression loss on a classification target.", name=name, pred_shape=tuple(pred.shape), target_dtype=target.dtype, target_shape=tuple(target.shape)),
+                       t("a regression loss needs a target of the prediction's shape; class indices broadcast "
+                         "against the scores (or raise 'The size of tensor a must match the size of tensor b'), "
+                         "so every score is pulled toward the label number itself."),
+                       t("use nn.CrossEntropyLoss() on the scores and the labels; to keep {name}, compare with "
+                         "one-hot targets: F.one_hot(y, {c}).float().", name=name, c=c))
     return None
 
 
@@ -251,17 +255,17 @@ def class_dim_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
     """TARGET_SHAPE: a sequence prediction (N, T, C) with targets (N, T), classes in the last dim."""
     if not (isinstance(pred, torch.Tensor) and isinstance(target, torch.Tensor) and classes_last(pred, target, loss_fn)):
         return None
-    n, t, c = pred.shape
+    n, positions, c = pred.shape
     return finding("TARGET_SHAPE", "error",
-                   f"the prediction has shape {tuple(pred.shape)} and the class labels {tuple(target.shape)}: one "
-                   f"score per class in the last dimension ({c} classes for {t} positions), but the cross-entropy "
-                   f"loss reads dimension 1 as the classes, so it sees {t} classes and expects targets of shape "
-                   f"{(n, c)}.",
-                   "for inputs with extra dimensions CrossEntropyLoss expects (N, C, d1, ...): the class scores "
-                   "must be in dimension 1. The call raises 'Expected target size ...', and when the two sizes "
-                   "happen to be equal it silently mixes positions and classes.",
-                   f"move the classes to dimension 1: loss_fn(pred.permute(0, 2, 1), y) (or pred.transpose(1, 2)), "
-                   f"or flatten both: loss_fn(pred.reshape(-1, {c}), y.reshape(-1)).")
+                   t("the prediction has shape {pred_shape} and the class labels {target_shape}: "
+                     "one score per class in the last dimension ({c} classes for {positions} positions), but the "
+                     "cross-entropy loss reads dimension 1 as the classes, so it sees {positions} classes and "
+                     "expects targets of shape {n_c}.", pred_shape=tuple(pred.shape), target_shape=tuple(target.shape), c=c, positions=positions, n_c=(n, c)),
+                   t("for inputs with extra dimensions CrossEntropyLoss expects (N, C, d1, ...): the class "
+                     "scores must be in dimension 1. The call raises 'Expected target size ...', and when the "
+                     "two sizes happen to be equal it silently mixes positions and classes."),
+                   t("move the classes to dimension 1: loss_fn(pred.permute(0, 2, 1), y) (or "
+                     "pred.transpose(1, 2)), or flatten both: loss_fn(pred.reshape(-1, {c}), y.reshape(-1)).", c=c))
 
 
 _SOFTMAX_OPS = ("SoftmaxBackward0", "SafeSoftmaxBackward0")
@@ -276,47 +280,46 @@ def _softmax_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, mad
         if made_by not in _SIGMOID_OPS:
             return None
         return finding("SOFTMAX_BEFORE_CE", "error",
-                       f"the {pred.numel()} scores given to BCEWithLogitsLoss come straight from a sigmoid "
-                       f"(the last operation before the loss is {made_by}), but this loss applies the "
-                       "sigmoid itself.",
-                       "the doubled sigmoid squashes every score into (0.5, 0.73): gradients shrink "
-                       "and the loss cannot get near 0.",
-                       "return raw logits (remove the final nn.Sigmoid / torch.sigmoid); apply "
-                       "torch.sigmoid only to report probabilities. (Or keep the sigmoid and use nn.BCELoss.)")
+                       t("the {pred_numel} scores given to BCEWithLogitsLoss come straight from a sigmoid (the "
+                         "last operation before the loss is {made_by}), but this loss applies the sigmoid itself.", pred_numel=pred.numel(), made_by=made_by),
+                       t("the doubled sigmoid squashes every score into (0.5, 0.73): gradients shrink and the "
+                         "loss cannot get near 0."),
+                       t("return raw logits (remove the final nn.Sigmoid / torch.sigmoid); apply torch.sigmoid "
+                         "only to report probabilities. (Or keep the sigmoid and use nn.BCELoss.)"))
     ce_like = is_cross_entropy(loss_fn) or (not target.is_floating_point() and class_index_shaped(pred, target))
     if not (ce_like and made_by in _SOFTMAX_OPS and pred.dim() >= 1):
         return None
     classes = pred.shape[1] if pred.dim() >= 2 else pred.shape[0]
     if isinstance(loss_fn, nn.NLLLoss) or loss_fn is F.nll_loss:
         return finding("SOFTMAX_BEFORE_CE", "error",
-                       f"NLLLoss received the output of a softmax over {classes} classes (the last operation "
-                       f"before the loss is {made_by}) instead of log-probabilities.",
-                       "NLLLoss returns -input[label]: on probabilities that is -p, not -log p, so the "
-                       "gradients are wrong and confident mistakes are barely punished.",
-                       "end the model with log_softmax(dim=1) instead of softmax, or return logits and "
-                       "use nn.CrossEntropyLoss.")
+                       t("NLLLoss received the output of a softmax over {classes} classes (the last operation "
+                         "before the loss is {made_by}) instead of log-probabilities.", classes=classes, made_by=made_by),
+                       t("NLLLoss returns -input[label]: on probabilities that is -p, not -log p, so the "
+                         "gradients are wrong and confident mistakes are barely punished."),
+                       t("end the model with log_softmax(dim=1) instead of softmax, or return logits and use "
+                         "nn.CrossEntropyLoss."))
     floor = math.log(1 + (classes - 1) / math.e) if classes >= 2 else 0.0
     return finding("SOFTMAX_BEFORE_CE", "error",
-                   f"the scores given to the loss come straight from a softmax (the last operation before "
-                   f"the loss is {made_by}): they are probabilities over {classes} classes. CrossEntropyLoss "
-                   f"applies log_softmax itself, so with {classes} classes the loss can never fall below "
-                   f"{floor:.3f}.",
-                   "softmax is applied twice: the scores are squashed into [0, 1], gradients shrink "
-                   "and training crawls, then stalls at a high loss.",
-                   "return raw logits from the model (remove the final nn.Softmax / .softmax(dim=1)); "
-                   "CrossEntropyLoss expects logits. Use softmax only to report probabilities.")
+                   t("the scores given to the loss come straight from a softmax (the last operation before "
+                     "the loss is {made_by}): they are probabilities over {classes} classes. CrossEntropyLoss "
+                     "applies log_softmax itself, so with {classes} classes the loss can never fall below "
+                     "{floor:.3f}.", made_by=made_by, classes=classes, floor=floor),
+                   t("softmax is applied twice: the scores are squashed into [0, 1], gradients shrink and "
+                     "training crawls, then stalls at a high loss."),
+                   t("return raw logits from the model (remove the final nn.Softmax / .softmax(dim=1)); "
+                     "CrossEntropyLoss expects logits. Use softmax only to report probabilities."))
 
 
 def _shape_fix(pred: torch.Tensor, target: torch.Tensor) -> str:
-    p, t = tuple(pred.shape), tuple(target.shape)
-    if p == t + (1,):
-        return (f"give the target the prediction's shape: y = y.unsqueeze(1) (or compare pred.squeeze(1) with y); "
-                f"both are then {p}")
-    if t == p + (1,):
-        return f"drop the target's extra dimension: y = y.squeeze(1), so both are {p}"
+    p, q = tuple(pred.shape), tuple(target.shape)
+    if p == q + (1,):
+        return (t("give the target the prediction's shape: y = y.unsqueeze(1) (or compare pred.squeeze(1) "
+                  "with y); both are then {p}", p=p))
+    if q == p + (1,):
+        return t("drop the target's extra dimension: y = y.squeeze(1), so both are {p}", p=p)
     if pred.numel() == target.numel():
-        return f"reshape one to the other: y = y.view_as(pred) (both {p})"
-    return "make the shapes equal before the loss (check which dimension is the batch)"
+        return t("reshape one to the other: y = y.view_as(pred) (both {p})", p=p)
+    return t("make the shapes equal before the loss (check which dimension is the batch)")
 
 
 def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
@@ -342,25 +345,25 @@ def _broadcast_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any,
     terms = math.prod(shape)
     if tuple(shape) == tuple(target.shape):  # the prediction is the smaller one: it is copied to every target
         return finding("BROADCAST_IN_LOSS", "error",
-                       f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ: the "
-                       f"model gives {pred.numel()} values for {target.numel()} targets, and inside the loss each "
-                       f"prediction is copied (broadcast) across {target.numel() // max(pred.numel(), 1)} targets.",
-                       "the loss compares one output with several different targets, so its gradient pulls that "
-                       "output toward their average: the model cannot fit the targets, and nothing raises "
-                       "(MSELoss only warns once).",
-                       f"make the two shapes equal. If each sample really has {target.shape[-1]} target values, "
-                       f"the model's last layer needs {target.shape[-1]} outputs (nn.Linear(..., {target.shape[-1]})); "
-                       f"if it should have one, the target was built with an extra dimension (e.g. a per-dimension "
-                       f"log-probability or error not summed: .sum(dim=-1, keepdim=True) gives {tuple(pred.shape)}). "
-                       "Keep `assert pred.shape == y.shape` in your training step.")
+                       t("prediction shape {pred_shape} and target shape {target_shape} differ: the "
+                         "model gives {pred_numel} values for {target_numel} targets, and inside the loss each "
+                         "prediction is copied (broadcast) across {target_numel_max_pred_nu} targets.", pred_shape=tuple(pred.shape), target_shape=tuple(target.shape), pred_numel=pred.numel(), target_numel=target.numel(), target_numel_max_pred_nu=target.numel() // max(pred.numel(), 1)),
+                       t("the loss compares one output with several different targets, so its gradient pulls that "
+                         "output toward their average: the model cannot fit the targets, and nothing raises "
+                         "(MSELoss only warns once)."),
+                       t("make the two shapes equal. If each sample really has {target_shape_1} target values, "
+                         "the model's last layer needs {target_shape_1} outputs (nn.Linear(..., "
+                         "{target_shape_1})); if it should have one, the target was built with an extra dimension "
+                         "(e.g. a per-dimension log-probability or error not summed: .sum(dim=-1, keepdim=True) "
+                         "gives {pred_shape}). Keep `assert pred.shape == y.shape` in your training step.", target_shape_1=target.shape[-1], pred_shape=tuple(pred.shape)))
     return finding("BROADCAST_IN_LOSS", "error",
-                   f"prediction shape {tuple(pred.shape)} and target shape {tuple(target.shape)} differ; "
-                   f"inside the loss they broadcast to {tuple(shape)}: {terms} terms instead of "
-                   f"{max(pred.numel(), target.numel())}.",
-                   "every prediction is compared with every target instead of its own: the loss looks "
-                   "plausible, but its gradient pulls all predictions toward the average target, so the "
-                   "model cannot fit (MSELoss only warns once).",
-                   _shape_fix(pred, target) + "; keep `assert pred.shape == y.shape` in your training step.")
+                   t("prediction shape {pred_shape} and target shape {target_shape} differ; "
+                     "inside the loss they broadcast to {tuple_shape}: {terms} terms instead of "
+                     "{max_pred_numel_target_nu}.", pred_shape=tuple(pred.shape), target_shape=tuple(target.shape), tuple_shape=tuple(shape), terms=terms, max_pred_numel_target_nu=max(pred.numel(), target.numel())),
+                   t("every prediction is compared with every target instead of its own: the loss looks "
+                     "plausible, but its gradient pulls all predictions toward the average target, so the "
+                     "model cannot fit (MSELoss only warns once)."),
+                   _shape_fix(pred, target) + t("; keep `assert pred.shape == y.shape` in your training step."))
 
 
 def target_shape_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None:
@@ -370,13 +373,13 @@ def target_shape_finding(pred: Any, target: Any, loss_fn: Any) -> Finding | None
         return None
     want = (pred.shape[0], *pred.shape[2:])
     return finding("TARGET_SHAPE", "error",
-                   f"the class labels have shape {tuple(target.shape)} for a prediction of shape "
-                   f"{tuple(pred.shape)}; {type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else 'cross_entropy'} "
-                   f"expects one class index per sample, shape {want}.",
-                   "with an extra dimension of size 1 the loss reads the target as a multi-dimensional "
-                   "one and raises '0D or 1D target tensor expected, multi-target not supported'.",
-                   "drop the extra dimension: y = y.squeeze(1) (or y.view(-1)); best in the dataset, "
-                   "so each label is a plain integer.")
+                   t("the class labels have shape {target_shape} for a prediction of shape "
+                     "{pred_shape}; {loss_name} expects one class index per sample, "
+                     "shape {want}.", target_shape=tuple(target.shape), pred_shape=tuple(pred.shape), loss_name=type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else 'cross_entropy', want=want),
+                   t("with an extra dimension of size 1 the loss reads the target as a multi-dimensional one "
+                     "and raises '0D or 1D target tensor expected, multi-target not supported'."),
+                   t("drop the extra dimension: y = y.squeeze(1) (or y.view(-1)); best in the dataset, so "
+                     "each label is a plain integer."))
 
 
 def _dtype_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, autocast: bool) -> Finding | None:
@@ -384,25 +387,25 @@ def _dtype_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, autoc
         return None
     if is_cross_entropy(loss_fn) and target.is_floating_point() and class_index_shaped(pred, target):
         return finding("DTYPE_MISMATCH", "error",
-                       f"the class labels are {target.dtype} with shape {tuple(target.shape)}, but "
-                       f"{type(loss_fn).__name__} expects int64 class indices for that shape.",
-                       "float targets are read as per-class probabilities, which must have the "
-                       "prediction's shape; this call raises 'expected target dtype to be Long'.",
-                       "convert the labels: y = y.long() (and create them as torch.int64 in the dataset).")
+                       t("the class labels are {target_dtype} with shape {target_shape}, but "
+                         "{type_loss_fn_name} expects int64 class indices for that shape.", target_dtype=target.dtype, target_shape=tuple(target.shape), type_loss_fn_name=type(loss_fn).__name__),
+                       t("float targets are read as per-class probabilities, which must have the prediction's "
+                         "shape; this call raises 'expected target dtype to be Long'."),
+                       t("convert the labels: y = y.long() (and create them as torch.int64 in the dataset)."))
     if isinstance(loss_fn, REGRESSION_LOSSES) and not target.is_floating_point():
         return finding("DTYPE_MISMATCH", "warning" if isinstance(loss_fn, (nn.MSELoss, nn.L1Loss)) else "error",
-                       f"the targets are {target.dtype} but {type(loss_fn).__name__} compares them with "
-                       f"{pred.dtype} predictions.",
-                       "losses on continuous values expect float targets: some promote silently, "
-                       "BCE losses raise a dtype error.",
-                       f"convert the targets: y = y.to({pred.dtype}).")
+                       t("the targets are {target_dtype} but {type_loss_fn_name} compares them with {pred_dtype} "
+                         "predictions.", target_dtype=target.dtype, type_loss_fn_name=type(loss_fn).__name__, pred_dtype=pred.dtype),
+                       t("losses on continuous values expect float targets: some promote silently, BCE losses "
+                         "raise a dtype error."),
+                       t("convert the targets: y = y.to({pred_dtype}).", pred_dtype=pred.dtype))
     if target.is_floating_point() and target.dtype != pred.dtype and not autocast:
         return finding("DTYPE_MISMATCH", "warning",
-                       f"the prediction is {pred.dtype} but the target is {target.dtype}, so the loss is "
-                       f"computed in {torch.promote_types(pred.dtype, target.dtype)}.",
-                       "silent type promotion: slower, more memory, and usually a sign that the targets "
-                       "came from a NumPy float64 array.",
-                       f"convert the targets once: y = y.to({pred.dtype}).")
+                       t("the prediction is {pred_dtype} but the target is {target_dtype}, so the loss is "
+                         "computed in {torch_promote_types_pred}.", pred_dtype=pred.dtype, target_dtype=target.dtype, torch_promote_types_pred=torch.promote_types(pred.dtype, target.dtype)),
+                       t("silent type promotion: slower, more memory, and usually a sign that the targets came "
+                         "from a NumPy float64 array."),
+                       t("convert the targets once: y = y.to({pred_dtype}).", pred_dtype=pred.dtype))
     return None
 
 
@@ -410,7 +413,7 @@ def _dtype_finding(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any, autoc
 
 def _names(ids: list[int], labels: dict[int, str], limit: int = 4) -> str:
     items = [labels.get(i, "?") for i in ids]
-    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+    return ", ".join(items[:limit]) + (t(" and {n} more", n=len(items) - limit) if len(items) > limit else "")
 
 
 def _lr(lrs: list[float]) -> str:
@@ -429,31 +432,41 @@ def registration_findings(hidden: list[Hidden], reached: set[int] | None) -> lis
         return []
     count = sum(len(keep) for _, keep in kept)
     covered = all(item.in_optimizer[i] for item, keep in kept for i in keep)
-    where = "; ".join(f"{item.label} ({item.kind}, {len(keep)} tensor(s), "
-                      f"{sum(item.numels[i] for i in keep):,} values)" for item, keep in kept[:4])
-    observed = (f"{count} tensor(s) that require gradients are not registered parameters of the model: "
-                f"{where}. model.parameters() does not list them"
-                + (", but the optimizer holds them." if covered else ", and the optimizer does not hold them."))
-    why = ("nn.Module only registers layers assigned directly as attributes or kept in nn.ModuleList / "
-           "nn.ModuleDict (tensors: nn.Parameter). Layers in a plain Python list or dict "
-           + ("are trained here only because you passed them to the optimizer by hand, but " if covered else
-              "keep their random initial weights (an optimizer built from model.parameters() never updates "
-              "them), and ")
-           + "model.to(device), model.train()/eval() and state_dict() skip them.")
+    where = "; ".join(t("{label} ({kind}, {n} tensor(s), {values:,} values)", label=item.label, kind=item.kind,
+                        n=len(keep), values=sum(item.numels[i] for i in keep)) for item, keep in kept[:4])
+    if covered:
+        observed = t("{count} tensor(s) that require gradients are not registered parameters of the model: "
+                     "{where}. model.parameters() does not list them, but the optimizer holds them.",
+                     count=count, where=where)
+        why = t("nn.Module only registers layers assigned directly as attributes or kept in nn.ModuleList / "
+                "nn.ModuleDict (tensors: nn.Parameter). Layers in a plain Python list or dict are trained here "
+                "only because you passed them to the optimizer by hand, but model.to(device), "
+                "model.train()/eval() and state_dict() skip them.")
+    else:
+        observed = t("{count} tensor(s) that require gradients are not registered parameters of the model: "
+                     "{where}. model.parameters() does not list them, and the optimizer does not hold them.",
+                     count=count, where=where)
+        why = t("nn.Module only registers layers assigned directly as attributes or kept in nn.ModuleList / "
+                "nn.ModuleDict (tensors: nn.Parameter). Layers in a plain Python list or dict keep their random "
+                "initial weights (an optimizer built from model.parameters() never updates them), and "
+                "model.to(device), model.train()/eval() and state_dict() skip them.")
     return [finding("PARAMS_NOT_REGISTERED", "warning" if covered else "error", observed, why,
-                    "wrap the list: self.layers = nn.ModuleList([...]) (a dict: nn.ModuleDict({...})); wrap "
-                    "tensors: self.w = nn.Parameter(torch.randn(...)); then build the optimizer from "
-                    "model.parameters().")]
+                    t("wrap the list: self.layers = nn.ModuleList([...]) (a dict: nn.ModuleDict({...})); "
+                      "wrap tensors: self.w = nn.Parameter(torch.randn(...)); then build the optimizer from "
+                      "model.parameters()."))]
 
 
 def _context(inputs: Inputs) -> str:
     """The shapes and dtypes that an error message is read against."""
     param = next((p for p in inputs.model.parameters()), None)
-    parts = [f"{name} are {t.dtype} {tuple(t.shape)}" for name, t in (("inputs", inputs.x), ("targets", inputs.y))
-             if isinstance(t, torch.Tensor)]
+    parts = [t("inputs are {dtype} {shape}", dtype=inputs.x.dtype, shape=tuple(inputs.x.shape))] \
+        if isinstance(inputs.x, torch.Tensor) else []
+    if isinstance(inputs.y, torch.Tensor):
+        parts.append(t("targets are {dtype} {shape}", dtype=inputs.y.dtype, shape=tuple(inputs.y.shape)))
     if param is not None:
-        parts.append(f"parameters are {param.dtype} on {param.device}")
-    return ("Here " + ", ".join(parts) + ".") if parts else ""
+        parts.append(t("parameters are {dtype} on {device}", dtype=param.dtype, device=param.device))
+    return t("Here {parts}.", parts=functools.reduce(lambda a, b: t("{first}, {second}", first=a, second=b), parts)) \
+        if parts else ""
 
 
 def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> list[Finding]:
@@ -473,23 +486,22 @@ def step_findings(record: StepRecord, static: StaticRecord, inputs: Inputs) -> l
     if not record.loss_calls and record.graph is not None and record.graph.softmax_then_log:
         found.append(finding(
             "SOFTMAX_BEFORE_CE", "error",
-            "the graph of the loss your step back-propagates shows a log_softmax (cross_entropy / NLLLoss) "
-            "applied to the output of a softmax: the loss is computed on probabilities.",
-            "cross_entropy applies log_softmax itself: on probabilities the softmax is applied twice, the "
-            "scores are squashed into [0, 1], gradients shrink and training stalls at a high loss.",
-            "return raw logits from the model (remove the final softmax) and give them to cross_entropy; "
-            "use softmax only to report probabilities."))
+            t("the graph of the loss your step back-propagates shows a log_softmax (cross_entropy / "
+              "NLLLoss) applied to the output of a softmax: the loss is computed on probabilities."),
+            t("cross_entropy applies log_softmax itself: on probabilities the softmax is applied "
+              "twice, the scores are squashed into [0, 1], gradients shrink and training stalls at a "
+              "high loss."),
+            t("return raw logits from the model (remove the final softmax) and give them to "
+              "cross_entropy; use softmax only to report probabilities.")))
     found += registration_findings(static.hidden, record.reached)
     if record.error is not None:
         return found + [_explain_error(record, loss_fn, _context(inputs), target)]
     if record.returned is not None:
         return found + [finding("STEP_FAILED", "error",
-                                f"your train_step returned {record.returned}, not the loss, and never "
-                                "called the loss_fn it was given.",
-                                "the doctor (and your training log) needs each step's loss to see whether "
-                                "training works.",
-                                "compute the loss with the loss_fn argument and end the step with "
-                                "`return loss.item()`.")]
+                                t("your train_step returned {returned}, not the loss, and never called the loss_fn it was "
+                                  "given.", returned=record.returned),
+                                t("the doctor (and your training log) needs each step's loss to see whether training works."),
+                                t("compute the loss with the loss_fn argument and end the step with `return loss.item()`."))]
     found += _nonfinite(record)
     found += _graph_reused(record)
     found += _rnn_layout(record)
@@ -515,14 +527,14 @@ def guard_finding(error: StepError, loss_fn: Any) -> Finding | None:
     if error.guard in ("one_hot", "regression_labels"):
         return label_layout_finding(pred, target, loss_fn)
     if error.guard == "bce_range":
-        made = f" made by {call.producer}" if call.producer else ""
+        made = t(" made by {producer}", producer=call.producer) if call.producer else ""
         return finding("BCE_ON_LOGITS", "error",
-                       f"BCELoss received {pred.numel()} scores{made} with values from {float(pred.min()):.4g} to "
-                       f"{float(pred.max()):.4g}, outside [0, 1]: raw scores, not probabilities.",
-                       "BCELoss takes probabilities: here it raises 'all elements of input should be between 0 "
-                       "and 1', and on a GPU the same call is a device-side assert that breaks the CUDA session.",
-                       "return the raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
-                       "numerically stable), or end the model with torch.sigmoid for nn.BCELoss.")
+                       t("BCELoss received {pred_numel} scores{made} with values from {float_pred_min:.4g} to "
+                         "{float_pred_max:.4g}, outside [0, 1]: raw scores, not probabilities.", pred_numel=pred.numel(), made=made, float_pred_min=float(pred.min()), float_pred_max=float(pred.max())),
+                       t("BCELoss takes probabilities: here it raises 'all elements of input should be between 0 "
+                         "and 1', and on a GPU the same call is a device-side assert that breaks the CUDA session."),
+                       t("return the raw scores and use nn.BCEWithLogitsLoss (it applies the sigmoid itself, "
+                         "numerically stable), or end the model with torch.sigmoid for nn.BCELoss."))
     return None
 
 
@@ -544,8 +556,8 @@ def _explain_error(record: StepRecord, loss_fn: Any, context: str, target: Any =
             and out.shape != target.shape:
         observed, why, _ = error.parts()
         return finding("TARGET_SHAPE", "error", observed, why,
-                       f"the model's output is {tuple(out.shape)} and the target {tuple(target.shape)}: "
-                       + _shape_fix(out, target) + ".")
+                       t("the model's output is {out_shape} and the target {target_shape}: {fix}.",
+                         out_shape=tuple(out.shape), target_shape=tuple(target.shape), fix=_shape_fix(out, target)))
     if error.code != "NO_GRAD_FLOW":
         return error
     call = record.loss_calls[0] if record.loss_calls else None
@@ -554,18 +566,20 @@ def _explain_error(record: StepRecord, loss_fn: Any, context: str, target: Any =
     if not (out_int or pred_cut):
         return error
     if out_int:
-        seen = f"the model's output is {out.dtype} {tuple(out.shape)}: forward() ends in argmax / max indices / a comparison"
+        seen = t("the model's output is {out_dtype} {tuple_out_shape}: forward() ends in argmax / max "
+                 "indices / a comparison", out_dtype=out.dtype, tuple_out_shape=tuple(out.shape))
     else:
-        seen = (f"the model's output carries a gradient, but the prediction given to the loss "
-                f"({call.pred.dtype} {tuple(call.pred.shape)}) does not: an operation between them is not differentiable")
+        seen = (t("the model's output carries a gradient, but the prediction given to the loss "
+                  "({pred_dtype} {tuple_call_pred_shape}) does not: an operation between them is not "
+                  "differentiable", pred_dtype=call.pred.dtype, tuple_call_pred_shape=tuple(call.pred.shape)))
     observed, _, _ = error.parts()
-    return finding("NON_DIFFERENTIABLE", "error", f"{observed.rstrip('.')}; {seen}.",
-                   "argmax, max(...).indices, round, comparisons (>, ==), .long(), .item(), .numpy() and "
-                   "torch.tensor(...) give values with no gradient (or a gradient of zero everywhere), so "
-                   "backward() cannot reach the weights.",
-                   "compute the loss on the model's continuous scores: CrossEntropyLoss on the logits "
-                   "(not on argmax), BCEWithLogitsLoss on raw scores (not on rounded ones); use argmax / "
-                   "round only for accuracy and predictions, outside the loss.")
+    return finding("NON_DIFFERENTIABLE", "error", t("{observed}; {seen}.", observed=observed.rstrip(".。"), seen=seen),
+                   t("argmax, max(...).indices, round, comparisons (>, ==), .long(), .item(), .numpy() and "
+                     "torch.tensor(...) give values with no gradient (or a gradient of zero everywhere), so "
+                     "backward() cannot reach the weights."),
+                   t("compute the loss on the model's continuous scores: CrossEntropyLoss on the logits (not "
+                     "on argmax), BCEWithLogitsLoss on raw scores (not on rounded ones); use argmax / round "
+                     "only for accuracy and predictions, outside the loss."))
 
 
 def _graph_reused(record: StepRecord) -> list[Finding]:
@@ -574,14 +588,14 @@ def _graph_reused(record: StepRecord) -> list[Finding]:
     if not record.reused_operations:
         return []
     return [finding("GRAPH_REUSED", "error",
-                    f"the second step's backward() went through {record.reused_operations} operations recorded "
-                    "during the first step: a tensor carried from one step to the next (a memory, a hidden "
-                    "state, a running total) still holds the earlier step's graph, and backward(retain_graph="
-                    "True) kept that graph alive instead of raising.",
-                    "every step then back-propagates through all earlier steps too: time and memory grow with "
-                    "each step, and gradients flow into computations made with old parameter values.",
-                    "detach what you carry between steps (state = state.detach() right after computing it, "
-                    "or start each batch from a fresh state) and drop retain_graph=True.")]
+                    t("the second step's backward() went through {reused_operations} operations recorded "
+                      "during the first step: a tensor carried from one step to the next (a memory, a hidden "
+                      "state, a running total) still holds the earlier step's graph, and "
+                      "backward(retain_graph=True) kept that graph alive instead of raising.", reused_operations=record.reused_operations),
+                    t("every step then back-propagates through all earlier steps too: time and memory grow "
+                      "with each step, and gradients flow into computations made with old parameter values."),
+                    t("detach what you carry between steps (state = state.detach() right after computing it, "
+                      "or start each batch from a fresh state) and drop retain_graph=True."))]
 
 
 def _rnn_layout(record: StepRecord) -> list[Finding]:
@@ -591,15 +605,15 @@ def _rnn_layout(record: StepRecord) -> list[Finding]:
         if batch_first or len(shape) != 3 or n < 2 or shape[0] != n or shape[1] == n:
             continue
         return [finding("RNN_BATCH_FIRST", "error",
-                        f"RNN layer {label} was built with batch_first=False, so it reads its input as (time, "
-                        f"batch, features), but it received shape {shape} whose first dimension is the batch "
-                        f"size {n}: it treats the {n} samples as {n} time steps of a batch of {shape[1]}.",
-                        "the recurrence then runs across samples instead of along each sequence: every "
-                        "sample's output depends on the samples before it in the batch, and the model learns "
-                        "little or nothing.",
-                        "build the layer with batch_first=True (nn.LSTM(..., batch_first=True)) for "
-                        "(batch, time, features) inputs, or pass x.transpose(0, 1); take the last step as "
-                        "out[:, -1] with batch_first=True (out[-1] without).")]
+                        t("RNN layer {label} was built with batch_first=False, so it reads its input as (time, "
+                          "batch, features), but it received shape {shape} whose first dimension is the batch size "
+                          "{n}: it treats the {n} samples as {n} time steps of a batch of {shape_1}.", label=label, shape=shape, n=n, shape_1=shape[1]),
+                        t("the recurrence then runs across samples instead of along each sequence: every sample's "
+                          "output depends on the samples before it in the batch, and the model learns little or "
+                          "nothing."),
+                        t("build the layer with batch_first=True (nn.LSTM(..., batch_first=True)) for (batch, "
+                          "time, features) inputs, or pass x.transpose(0, 1); take the last step as out[:, -1] "
+                          "with batch_first=True (out[-1] without)."))]
     return []
 
 
@@ -616,12 +630,13 @@ def _foreign_leaves(record: StepRecord, hidden: list[Hidden]) -> list[Finding]:
         return []
     shapes = ", ".join(str(shape) for shape in foreign[:4]) + (" ..." if len(foreign) > 4 else "")
     return [finding("PARAMS_NOT_REGISTERED", "error",
-                    f"the loss depends on {len(foreign)} tensor(s) that receive gradients but are not parameters "
-                    f"of the model or the optimizer (shapes {shapes}).",
-                    "these are usually layers created inside forward() (a new random nn.Linear at every "
-                    "call) or kept outside the model: the optimizer never updates them and they are not saved.",
-                    "create every layer once in __init__ as an attribute (lists: nn.ModuleList), and build "
-                    "the optimizer from model.parameters().")]
+                    t("the loss depends on {len_foreign} tensor(s) that receive gradients but are not "
+                      "parameters of the model or the optimizer (shapes {shapes}).", len_foreign=len(foreign), shapes=shapes),
+                    t("these are usually layers created inside forward() (a new random nn.Linear at every "
+                      "call) or kept outside the model: the optimizer never updates them and they are not "
+                      "saved."),
+                    t("create every layer once in __init__ as an attribute (lists: nn.ModuleList), and build "
+                      "the optimizer from model.parameters()."))]
 
 
 def _nonfinite(record: StepRecord) -> list[Finding]:
@@ -631,19 +646,19 @@ def _nonfinite(record: StepRecord) -> list[Finding]:
     if record.nonfinite is None and math.isfinite(loss) and not bad_grads:
         return []
     if record.nonfinite is not None:
-        observed = f"{record.nonfinite}; the loss is {loss:.4g}."
-        fix = ("look at that layer's computation: log, sqrt or division of values that can be 0 or "
-               "negative, exp of large numbers; add an epsilon (torch.log(x + 1e-8)), clamp, or use "
-               "the stable built-ins (log_softmax, logsumexp, BCEWithLogitsLoss).")
+        observed = t("{nonfinite}; the loss is {loss:.4g}.", nonfinite=record.nonfinite, loss=loss)
+        fix = (t("look at that layer's computation: log, sqrt or division of values that can be 0 or "
+                 "negative, exp of large numbers; add an epsilon (torch.log(x + 1e-8)), clamp, or use the "
+                 "stable built-ins (log_softmax, logsumexp, BCEWithLogitsLoss)."))
     else:
-        observed = (f"the loss is {loss:.4g} but {len(bad_grads)} gradient tensor(s) contain NaN/Inf: "
-                    f"{_names(bad_grads, record.names)}.")
-        fix = ("run the step once under torch.autograd.detect_anomaly(): it names the backward operation "
-               "that produced the NaN and the forward line that created it (e.g. sqrt or norm at 0 has "
-               "an infinite derivative: add an epsilon).")
+        observed = (t("the loss is {loss:.4g} but {len_bad_grads} gradient tensor(s) contain NaN/Inf: "
+                      "{names_bad_grads_record_n}.", loss=loss, len_bad_grads=len(bad_grads), names_bad_grads_record_n=_names(bad_grads, record.names)))
+        fix = (t("run the step once under torch.autograd.detect_anomaly(): it names the backward "
+                 "operation that produced the NaN and the forward line that created it (e.g. sqrt or norm "
+                 "at 0 has an infinite derivative: add an epsilon)."))
     return [finding("NAN_OR_INF", "error", observed,
-                    "after one optimizer step a single NaN spreads to every weight, and from then on "
-                    "every output and every loss is NaN.", fix)]
+                    t("after one optimizer step a single NaN spreads to every weight, and from then on every "
+                      "output and every loss is NaN."), fix)]
 
 
 def _graph_reaches(record: StepRecord) -> bool:
@@ -669,24 +684,24 @@ def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
     never = [id(p) for p in record.trainable if record.accumulated.get(id(p), 0) == 0]
     total = len(record.trainable)
     if never:
-        observed = (f"{len(never)} of {total} trainable parameter tensors never received a gradient "
-                    f"during the step: {_names(never, record.names)}.")
+        observed = (t("{len_never} of {total} trainable parameter tensors never received a gradient during the "
+                      "step: {names_never_record_names}.", len_never=len(never), total=total, names_never_record_names=_names(never, record.names)))
         if len(never) == total and _graph_reaches(record):
             return [finding("NO_GRAD_FLOW", "error",
-                            f"the loss's graph reaches all {total} trainable parameter tensors, but none of them "
-                            "received a gradient during the step: loss.backward() was never called (or was "
-                            "called on another tensor).",
-                            "optimizer.step() only uses the gradients that backward() stores in .grad: without "
-                            "them the update does nothing (or reuses stale gradients) and the model never learns.",
-                            "call loss.backward() on the loss of this batch, between optimizer.zero_grad() and "
-                            "optimizer.step().")]
+                            t("the loss's graph reaches all {total} trainable parameter tensors, but none of them "
+                              "received a gradient during the step: loss.backward() was never called (or was called on "
+                              "another tensor).", total=total),
+                            t("optimizer.step() only uses the gradients that backward() stores in .grad: without them "
+                              "the update does nothing (or reuses stale gradients) and the model never learns."),
+                            t("call loss.backward() on the loss of this batch, between optimizer.zero_grad() and "
+                              "optimizer.step()."))]
         if len(never) == total:
-            observed += " If your train_step uses a global model instead of its `model` argument, fix that first."
+            observed += t(" If your train_step uses a global model instead of its `model` argument, fix that first.")
         return [finding("NO_GRAD_FLOW", "error", observed,
-                        "backward() only reaches parameters that the loss depends on through "
-                        "differentiable operations; the others keep their initial values forever.",
-                        "look for .detach(), .item(), .numpy(), torch.tensor(...) re-wrapping or "
-                        "torch.no_grad() inside forward, and for layers that forward() never uses.")]
+                        t("backward() only reaches parameters that the loss depends on through differentiable "
+                          "operations; the others keep their initial values forever."),
+                        t("look for .detach(), .item(), .numpy(), torch.tensor(...) re-wrapping or torch.no_grad() "
+                          "inside forward, and for layers that forward() never uses."))]
     first = record.increments[0] if record.increments else {}
     if first and all(not bool(g.any()) for g in first.values()):
         if _dead_relu_output(record, loss_fn):
@@ -694,43 +709,43 @@ def _gradient_flow(record: StepRecord, loss_fn: Any = None) -> list[Finding]:
         ops = record.graph.zero_gradient_ops if record.graph is not None else []
         if ops:
             return [finding("NON_DIFFERENTIABLE", "error",
-                            f"backward() reached all {total} parameter tensors, but every gradient is exactly "
-                            f"zero: the loss goes through {', '.join(ops)}, whose derivative is 0 everywhere.",
-                            "round, floor, sign and similar steps are flat almost everywhere: the loss "
-                            "changes in jumps, so the gradient through them is zero and nothing learns.",
-                            "compute the loss on the continuous values (e.g. BCEWithLogitsLoss on the raw "
-                            "scores, not on rounded ones); round only for metrics and predictions.")]
+                            t("backward() reached all {total} parameter tensors, but every gradient is exactly zero: "
+                              "the loss goes through {join_ops}, whose derivative is 0 everywhere.", total=total, join_ops=', '.join(ops)),
+                            t("round, floor, sign and similar steps are flat almost everywhere: the loss changes in "
+                              "jumps, so the gradient through them is zero and nothing learns."),
+                            t("compute the loss on the continuous values (e.g. BCEWithLogitsLoss on the raw scores, "
+                              "not on rounded ones); round only for metrics and predictions."))]
         return [finding("NO_GRAD_FLOW", "error",
-                        f"backward() reached all {total} parameter tensors, but every gradient is exactly zero.",
-                        "a loss that does not change when the weights change (dead ReLUs everywhere, a "
-                        "constant output, a multiplication by 0) gives nothing to learn from.",
-                        "print the model's output for a few samples; check for all-zero activations "
-                        "and for operations with a zero derivative between the model and the loss.")]
+                        t("backward() reached all {total} parameter tensors, but every gradient is exactly zero.", total=total),
+                        t("a loss that does not change when the weights change (dead ReLUs everywhere, a constant "
+                          "output, a multiplication by 0) gives nothing to learn from."),
+                        t("print the model's output for a few samples; check for all-zero activations and for "
+                          "operations with a zero derivative between the model and the loss."))]
     ops = record.graph.zero_gradient_ops if record.graph is not None else []
     zero = [pid for pid, g in first.items() if not bool(g.any())]
     if first and ops and zero:
         return [finding("NON_DIFFERENTIABLE", "error",
-                        f"{len(zero)} of {total} parameter tensors got a gradient of exactly zero "
-                        f"({_names(zero, record.names)}) while the others did not: the loss reaches them only "
-                        f"through {', '.join(ops)}, whose derivative is 0 everywhere.",
-                        "round, floor, sign and similar steps are flat almost everywhere: every layer before "
-                        "them gets a zero gradient and keeps its initial weights, while the layers after "
-                        "them learn.",
-                        "replace the step by a differentiable one while training (tanh or sigmoid instead of "
-                        "sign, the raw value instead of round), or use a straight-through estimator: "
-                        "x + (x.round() - x).detach(); quantise only for predictions.")]
+                        t("{len_zero} of {total} parameter tensors got a gradient of exactly zero "
+                          "({names_zero_record_names}) while the others did not: the loss reaches them only "
+                          "through {join_ops}, whose derivative is 0 everywhere.", len_zero=len(zero), total=total, names_zero_record_names=_names(zero, record.names), join_ops=', '.join(ops)),
+                        t("round, floor, sign and similar steps are flat almost everywhere: every layer before "
+                          "them gets a zero gradient and keeps its initial weights, while the layers after them "
+                          "learn."),
+                        t("replace the step by a differentiable one while training (tanh or sigmoid instead of "
+                          "sign, the raw value instead of round), or use a straight-through estimator: x + "
+                          "(x.round() - x).detach(); quantise only for predictions."))]
     if not record.step_grads:
         return []
     at_step = record.step_grads[0]
     empty = [pid for pid, g in at_step.items() if g is None or not bool(g.any())]
     if len(empty) == total:
         return [finding("NO_GRAD_FLOW", "error",
-                        f"backward() computed gradients for all {total} parameter tensors, but when "
-                        "optimizer.step() ran every gradient was None or zero.",
-                        "zero_grad() is being called between loss.backward() and optimizer.step(), so "
-                        "every update is empty and the parameters never change.",
-                        "order the step as: optimizer.zero_grad(); loss = loss_fn(model(x), y); "
-                        "loss.backward(); optimizer.step().")]
+                        t("backward() computed gradients for all {total} parameter tensors, but when "
+                          "optimizer.step() ran every gradient was None or zero.", total=total),
+                        t("zero_grad() is being called between loss.backward() and optimizer.step(), so every "
+                          "update is empty and the parameters never change."),
+                        t("order the step as: optimizer.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); "
+                          "optimizer.step()."))]
     return []
 
 
@@ -758,53 +773,54 @@ def _zero_grad(record: StepRecord) -> list[Finding]:
     if not carried:  # what .grad held is not the previous step's gradient: something else put it there
         return []
     held = len(carried)
-    how = ("optimizer.step()" if record.step_grads else "your update")
+    how = ("optimizer.step()" if record.step_grads else t("your update"))
     return [finding("ZERO_GRAD_MISSING", "error",
-                    f"when the second step's backward() started, .grad of {held} of {len(left)} parameter "
-                    f"tensors still held the previous step's gradient (norm {left_norm:.4g}); the new gradient "
-                    f"(norm {new_norm:.4g}) was added to it, so {how} used the sum.",
-                    "backward() adds to .grad instead of overwriting it; without zeroing, each update "
-                    "uses the sum of all earlier gradients, so steps grow and point in stale directions.",
-                    "call optimizer.zero_grad() once per step, before loss.backward() (a hand-written "
-                    "update: w.grad.zero_() after updating w). Accumulating on purpose over micro-batches? "
-                    "Then zero right after each optimizer.step().")]
+                    t("when the second step's backward() started, .grad of {held} of {len_left} parameter "
+                      "tensors still held the previous step's gradient (norm {left_norm:.4g}); the new "
+                      "gradient (norm {new_norm:.4g}) was added to it, so {how} used the sum.", held=held, len_left=len(left), left_norm=left_norm, new_norm=new_norm, how=how),
+                    t("backward() adds to .grad instead of overwriting it; without zeroing, each update uses "
+                      "the sum of all earlier gradients, so steps grow and point in stale directions."),
+                    t("call optimizer.zero_grad() once per step, before loss.backward() (a hand-written "
+                      "update: w.grad.zero_() after updating w). Accumulating on purpose over micro-batches? "
+                      "Then zero right after each optimizer.step()."))]
 
 
 def _eval_mode(record: StepRecord, standard: bool) -> list[Finding]:
     if not record.eval_layers:
         return []
     whole = record.root_training is False
-    observed = (f"{len(record.eval_layers)} layer(s) ran in eval mode while gradients were computed: "
-                f"{', '.join(record.eval_layers[:4])}{' ...' if len(record.eval_layers) > 4 else ''} "
-                f"(model.training was {record.root_training}).")
+    observed = (t("{len_record_eval_layers} layer(s) ran in eval mode while gradients were computed: "
+                  "{join_record_eval_layers}{more} (model.training was "
+                  "{root_training}).", len_record_eval_layers=len(record.eval_layers), join_record_eval_layers=', '.join(record.eval_layers[:4]), more=' ...' if len(record.eval_layers) > 4 else '', root_training=record.root_training))
     if standard:
-        observed += " diagnose() runs the model in the mode you pass it in."
+        observed += t(" diagnose() runs the model in the mode you pass it in.")
     return [finding("EVAL_MODE_LEFT_ON", "error" if whole else "warning", observed,
-                    "in eval mode Dropout does nothing and BatchNorm uses (and stops updating) its "
-                    "running statistics: the model trains without regularisation, on different "
-                    "statistics than it will later be evaluated with.",
-                    "call model.train() at the start of every training epoch (validation calls "
-                    "model.eval(), so switch back). Freezing BatchNorm on purpose? Then ignore this.")]
+                    t("in eval mode Dropout does nothing and BatchNorm uses (and stops updating) its running "
+                      "statistics: the model trains without regularisation, on different statistics than it "
+                      "will later be evaluated with."),
+                    t("call model.train() at the start of every training epoch (validation calls model.eval(), "
+                      "so switch back). Freezing BatchNorm on purpose? Then ignore this."))]
 
 
 def _summary(record: OverfitRecord) -> str:
     losses, lr = record.losses, _lr(record.lrs)
     start = losses[0]
     best = min((x for x in losses if math.isfinite(x)), default=math.nan)
-    steps = f"{len(losses)} step{'s' * (len(losses) != 1)}"
+    steps = tn("{n} step", "{n} steps", len(losses))
     how = divergence(losses)
     if how:
-        return f"starting at {start:.4g}, the loss {how} (lr {lr}, {steps} run)"
+        return t("starting at {start:.4g}, the loss {how} (lr {lr}, {steps} run)", start=start, how=how, lr=lr, steps=steps)
     if best <= 0.5 * start:
-        return f"the loss fell from {start:.4g} to {best:.4g} in {steps} ({best / start:.0%} of the start) at lr {lr}"
-    return f"the loss went from {start:.4g} to {best:.4g} at best in {steps} at lr {lr}"
+        return t("the loss fell from {start:.4g} to {best:.4g} in {steps} ({best_start:.0%} of the start) "
+                 "at lr {lr}", start=start, best=best, steps=steps, best_start=best / start, lr=lr)
+    return t("the loss went from {start:.4g} to {best:.4g} at best in {steps} at lr {lr}", start=start, best=best, steps=steps, lr=lr)
 
 
 def _outcome(record: OverfitRecord) -> str:
     how = divergence(record.losses)
     if how:
-        return f"the loss still {how}"
-    return f"the loss fell to {min(record.losses):.4g} in {len(record.losses)} steps"
+        return t("the loss still {how}", how=how)
+    return t("the loss fell to {min_record_losses:.4g} in {len_record_losses} steps", min_record_losses=min(record.losses), len_record_losses=len(record.losses))
 
 
 #: Predicted probabilities that differ between samples by at most this much are the same answer
@@ -827,14 +843,14 @@ def chance_level(pred: torch.Tensor, target: torch.Tensor, loss_fn: Any) -> tupl
         probs = (p.log_softmax(dim=1).exp() if not isinstance(loss_fn, torch.nn.NLLLoss) else p.exp())
         probs = probs.movedim(1, -1).reshape(-1, p.shape[1])
         spread = float((probs - probs.mean(dim=0)).abs().max())
-        return chance, spread, f"the entropy of these {valid.numel()} labels over {p.shape[1]} classes"
+        return chance, spread, t("the entropy of these {valid_numel} labels over {p_shape_1} classes", valid_numel=valid.numel(), p_shape_1=p.shape[1])
     if isinstance(loss_fn, torch.nn.BCEWithLogitsLoss) and target.is_floating_point() and p.numel() == target.numel():
         rate = float(target.double().mean())
         if not 0 < rate < 1:
             return None
         chance = -(rate * math.log(rate) + (1 - rate) * math.log(1 - rate))
         spread = float((p.sigmoid() - p.sigmoid().mean()).abs().max())
-        return chance, spread, f"the entropy of {target.numel()} binary labels ({rate:.0%} positive)"
+        return chance, spread, t("the entropy of {target_numel} binary labels ({rate:.0%} positive)", target_numel=target.numel(), rate=rate)
     return None
 
 
@@ -852,26 +868,27 @@ def _stuck(main: OverfitRecord, loss_fn: Any) -> Finding | None:
     if chance <= 0 or not (moved and flat) or best < 0.9 * chance or abs(end - chance) > 0.1 * chance \
             or spread > 0.1:
         return None
-    seen = (f"after {len(main.losses)} steps on {main.samples} samples the loss is {end:.4g}, the chance "
-            f"level ({chance:.4g}, {what}; started at {main.losses[0]:.4g}), and the predicted "
-            f"probabilities differ between samples by at most {spread:.3g}")
+    seen = (t("after {len_main_losses} steps on {samples} samples the loss is {end:.4g}, the chance "
+              "level ({chance:.4g}, {what}; started at {losses_0:.4g}), and the predicted "
+              "probabilities differ between samples by at most {spread:.3g}", len_main_losses=len(main.losses), samples=main.samples, end=end, chance=chance, what=what, losses_0=main.losses[0], spread=spread))
     if spread <= CONSTANT_OUTPUT:  # conclusive: the output does not depend on the input at all
-        return finding("STUCK_AT_CHANCE", "error", seen + ": the model gives every sample the same answer.",
-                       "a model that outputs the label frequencies whatever the input has stopped using its "
-                       "input: typically dead ReLUs or saturated units after too large a step, inputs on a "
-                       "huge scale (unscaled pixels), or a layer whose output does not depend on the sample.",
-                       "lower the learning rate 10x, scale the inputs (x / 255, then normalise), check that "
-                       "forward() really uses x (print model(x)[:4]), and look at the per-layer gradient norms.")
+        return finding("STUCK_AT_CHANCE", "error", seen + t(": the model gives every sample the same answer."),
+                       t("a model that outputs the label frequencies whatever the input has stopped using its "
+                         "input: typically dead ReLUs or saturated units after too large a step, inputs on a huge "
+                         "scale (unscaled pixels), or a layer whose output does not depend on the sample."),
+                       t("lower the learning rate 10x, scale the inputs (x / 255, then normalise), check that "
+                         "forward() really uses x (print model(x)[:4]), and look at the per-layer gradient norms."))
     return finding("STUCK_AT_CHANCE", "warning",
-                   seen + f" (more than {CONSTANT_OUTPUT:.0e}, so the output still depends on the input): the "
-                   f"probe ran out of its {main.budget or len(main.losses)} steps near chance level. This is "
-                   "what slow but correct training looks like too (a small learning rate, momentum still "
-                   "building up), so it is not an error by itself.",
-                   "a model that stays at chance level for long has stopped learning from its input: if full "
-                   "training also sits at this loss, the usual causes are dead ReLUs, unscaled inputs, or a "
-                   "learning rate far too low or too high.",
-                   "watch the training loss over a few hundred steps; if it does not leave the chance level, "
-                   "try a learning rate 10x higher (or Adam 1e-3), scale the inputs, and print model(x)[:4].")
+                   seen + t(" (more than {constant_output:.0e}, so the output still depends on the input): the probe "
+                            "ran out of its {budget_or_len_main_losse} steps near chance level. This is what slow "
+                            "but correct training looks like too (a small learning rate, momentum still building "
+                            "up), so it is not an error by itself.", constant_output=CONSTANT_OUTPUT, budget_or_len_main_losse=main.budget or len(main.losses)),
+                   t("a model that stays at chance level for long has stopped learning from its input: if "
+                     "full training also sits at this loss, the usual causes are dead ReLUs, unscaled inputs, "
+                     "or a learning rate far too low or too high."),
+                   t("watch the training loss over a few hundred steps; if it does not leave the chance "
+                     "level, try a learning rate 10x higher (or Adam 1e-3), scale the inputs, and print "
+                     "model(x)[:4]."))
 
 
 def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: bool,
@@ -883,32 +900,31 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
     if not main.losses:
         return [], []
     summary, start = _summary(main), main.losses[0]
-    which = f"first {main.samples} samples" if main.samples else "the whole batch"
-    notes = [f"one-batch overfit ({which}, at most {main.budget or len(main.losses)} steps): {summary}."]
+    which = t("first {samples} samples", samples=main.samples) if main.samples else t("the whole batch")
+    notes = [t("one-batch overfit ({which}, at most {budget_or_len_main_losse} steps): {summary}.", which=which, budget_or_len_main_losse=main.budget or len(main.losses), summary=summary)]
     if blocked:  # errors above already explain a bad result; report it only as a measurement
-        notes[0] = notes[0][:-1] + " (explained by the errors above)."
+        notes[0] = notes[0][:-1] + t(" (explained by the errors above).")
         return [], notes
     if main.changed == 0:
-        why = ("your step never called optimizer.step() and no parameter changed" if main.step_calls == 0 else
-               f"optimizer.step() ran {main.step_calls} times but no parameter changed (lr {_lr(main.lrs)})")
-        return [finding("CANNOT_OVERFIT_BATCH", "error", f"{summary}: {why}.",
-                        "a model whose parameters never change cannot learn anything.",
-                        "call optimizer.step() after loss.backward() in every step, with a "
-                        "learning rate above 0.")], notes
+        why = (t("your step never called optimizer.step() and no parameter changed") if main.step_calls == 0 else
+               t("optimizer.step() ran {step_calls} times but no parameter changed (lr {lr_main_lrs})", step_calls=main.step_calls, lr_main_lrs=_lr(main.lrs)))
+        return [finding("CANNOT_OVERFIT_BATCH", "error", t("{summary}: {why}.", summary=summary, why=why),
+                        t("a model whose parameters never change cannot learn anything."),
+                        t("call optimizer.step() after loss.backward() in every step, with a learning rate above 0."))], notes
     if main.step_calls == 0:
-        notes.append("your step updates the parameters without optimizer.step() (a hand-written update), "
-                     "so the learning-rate second opinion was not run.")
+        notes.append(t("your step updates the parameters without optimizer.step() (a hand-written update), so "
+                       "the learning-rate second opinion was not run."))
     if not start > 0:  # a loss that can be negative: no relative judgement
         return [], notes
     if divergence(main.losses):
-        tail = f" With lr x0.1 ({_lr(other.lrs)}) {_outcome(other)}." if other is not None and other.losses else ""
-        extra = (" The inputs are not normalised (see INPUT_NOT_NORMALIZED): normalising them often "
-                 "fixes this without touching the learning rate." if input_warning else "")
-        return [finding("LR_TOO_HIGH", "error", f"training a copy on {main.samples} samples, {summary}.{tail}{extra}",
-                        "steps that are too large overshoot the minimum: the loss jumps up instead of "
-                        "down, and repeated overshoots grow until the numbers overflow to Inf/NaN.",
-                        "lower the learning rate 10x at a time until the loss falls steadily (typical: "
-                        "Adam 1e-3, SGD 0.01-0.1); gradient clipping and warm-up help with spikes.")], notes
+        tail = t(" With lr x0.1 ({lr_other_lrs}) {outcome_other}.", lr_other_lrs=_lr(other.lrs), outcome_other=_outcome(other)) if other is not None and other.losses else ""
+        extra = (t(" The inputs are not normalised (see INPUT_NOT_NORMALIZED): normalising them often fixes "
+                   "this without touching the learning rate.") if input_warning else "")
+        return [finding("LR_TOO_HIGH", "error", t("training a copy on {samples} samples, {summary}.{tail}{extra}", samples=main.samples, summary=summary, tail=tail, extra=extra),
+                        t("steps that are too large overshoot the minimum: the loss jumps up instead of down, and "
+                          "repeated overshoots grow until the numbers overflow to Inf/NaN."),
+                        t("lower the learning rate 10x at a time until the loss falls steadily (typical: Adam "
+                          "1e-3, SGD 0.01-0.1); gradient clipping and warm-up help with spikes."))], notes
     # The learning rate fell 100x or more within the probe: a scheduler the step calls explains a stall.
     collapsed = bool(main.end_lrs and main.lrs and max(main.end_lrs) < 0.01 * max(main.lrs))
     stuck = _stuck(main, loss_fn) if loss_fn is not None and not collapsed else None
@@ -918,73 +934,71 @@ def overfit_findings(main: OverfitRecord, other: OverfitRecord | None, blocked: 
     if best <= (0.5 if collapsed else 0.9) * start:
         return [], notes
     helped = other is not None and other.losses and min(other.losses) < 0.9 * start
-    tail = (f" With lr x10 ({_lr(other.lrs)}) {_outcome(other)}"
-            f"{': the learning rate is probably too low' if helped else ', no better'}."
+    tail = (t(" With lr x10 ({lr_other_lrs}) {outcome_other}{verdict}.", lr_other_lrs=_lr(other.lrs), outcome_other=_outcome(other), verdict=t(": the learning rate is probably too low") if helped else t(", no better"))
             if other is not None and other.losses else "")
     decayed = ""
     if collapsed:
-        decayed = (f" The learning rate fell from {_lr(main.lrs)} to {_lr(main.end_lrs)} within these "
-                   f"{len(main.losses)} steps: a learning-rate scheduler your step calls (stepped every batch "
-                   "instead of every epoch?) shrank every update to nothing.")
+        decayed = (t(" The learning rate fell from {lr_main_lrs} to {lr_main_end_lrs} within these "
+                     "{len_main_losses} steps: a learning-rate scheduler your step calls (stepped every batch "
+                     "instead of every epoch?) shrank every update to nothing.", lr_main_lrs=_lr(main.lrs), lr_main_end_lrs=_lr(main.end_lrs), len_main_losses=len(main.losses)))
     # The parameters changed, so the probe only ran out of steps: slow but possibly correct training.
     return [finding("CANNOT_OVERFIT_BATCH", "warning",
-                    f"training a copy on {main.samples} samples, {summary}: only {1 - best / start:.1%} lower "
-                    f"after the probe's {main.budget or len(main.losses)} steps, although the parameters changed "
-                    f"(by up to {main.changed:.3g}).{tail}{decayed} Slow but correct training looks like this "
-                    "too, so this is a warning, not an error.",
-                    "a healthy setup can usually memorise a single batch quickly; if full training also "
-                    "stalls, look for the cause (the 'loss will not go down' checklist).",
-                    "if lr x10 helped, raise the learning rate; otherwise check that the targets match "
-                    "the inputs, that every layer gets gradients, and that the loss fits the task.")], notes
+                    t("training a copy on {samples} samples, {summary}: only {v1_best_start:.1%} lower after "
+                      "the probe's {budget_or_len_main_losse} steps, although the parameters changed (by up to "
+                      "{changed:.3g}).{tail}{decayed} Slow but correct training looks like this too, so this "
+                      "is a warning, not an error.", samples=main.samples, summary=summary, v1_best_start=1 - best / start, budget_or_len_main_losse=main.budget or len(main.losses), changed=main.changed, tail=tail, decayed=decayed),
+                    t("a healthy setup can usually memorise a single batch quickly; if full training also "
+                      "stalls, look for the cause (the 'loss will not go down' checklist)."),
+                    t("if lr x10 helped, raise the learning rate; otherwise check that the targets match the "
+                      "inputs, that every layer gets gradients, and that the loss fits the task."))], notes
 
 
 def _unchecked(record: StepRecord, inputs: Inputs) -> list[str]:
     """What could not be checked, and why (notes, never a guessed cause)."""
     notes = []
     if record.error is None and record.returned is None and not record.loss_calls:
-        notes.append("could not check what reached the loss (a softmax or sigmoid before it, the label range, "
-                     "the shapes) from the loss call itself, because the step never called the loss_fn argument "
-                     "with a prediction and a target"
-                     + ("; the model's output was checked against the batch's targets instead." if
-                        record.model_outputs and isinstance(inputs.y, torch.Tensor) else "."))
+        notes.append(t("could not check what reached the loss (a softmax or sigmoid before it, the label range, "
+                       "the shapes) from the loss call itself, because the step never called the loss_fn "
+                       "argument with a prediction and a target")
+                     + (t("; the model's output was checked against the batch's targets instead.") if
+                        record.model_outputs and isinstance(inputs.y, torch.Tensor) else t("{text}.", text="")))
     call = record.loss_calls[0] if record.loss_calls else None
     if (call is not None and is_cross_entropy(inputs.loss_fn) and call.pred.dim() == 3 and call.target.dim() == 2
             and not call.target.is_floating_point() and call.pred.shape[1] == call.pred.shape[2]
             and tuple(call.target.shape) == tuple(call.pred.shape[:2])):
-        notes.append(f"could not check whether the scores {tuple(call.pred.shape)} hold the classes in dimension 1, "
-                     "as the loss expects, because dimensions 1 and 2 have the same size (if the classes are "
-                     "last, use pred.permute(0, 2, 1)).")
+        notes.append(t("could not check whether the scores {tuple_call_pred_shape} hold the classes in "
+                       "dimension 1, as the loss expects, because dimensions 1 and 2 have the same size (if the "
+                       "classes are last, use pred.permute(0, 2, 1)).", tuple_call_pred_shape=tuple(call.pred.shape)))
     return notes
 
 
 def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analysis:
     """Stage 3: the findings, notes and measurements from the static record and the probes."""
     result = Analysis(list(static.findings),
-                      [f"the probes ran {'the standard step' if inputs.standard else 'your train_step'} on copies "
-                       "of your model, optimizer and batch."] + static.notes)
+                      [t("the probes ran {step} on copies of your model, optimizer and batch.", step=t("the standard step") if inputs.standard else t("your train_step"))] + static.notes)
     if probes.copy_failed is not None:
         result.notes = []
         result.findings.append(finding(
             "NOT_CHECKED", "warning",
-            f"the probes run on deep copies of the 4 objects (model, optimizer, batch and loss_fn), "
-            f"but copying failed ({probes.copy_failed}), so no training step was checked.",
-            "the doctor never trains your own objects.",
-            "find the attribute that cannot be copied (e.g. copy.deepcopy(model) raises the "
-            "same error) and keep it outside the model, or run diagnose() on a freshly built model."))
+            t("the probes run on deep copies of the 4 objects (model, optimizer, batch and loss_fn), "
+              "but copying failed ({probes_copy_failed}), so no training step was checked.", probes_copy_failed=probes.copy_failed),
+            t("the doctor never trains your own objects."),
+            t("find the attribute that cannot be copied (e.g. copy.deepcopy(model) raises the same "
+              "error) and keep it outside the model, or run diagnose() on a freshly built model.")))
         return result
     record = probes.step
     if static.stop is not None or record is None:
         result.findings += registration_findings(static.hidden, None)
         return result
-    result.notes += [note + "." for note in probes.notes]
+    result.notes += [t("{text}.", text=note) for note in probes.notes]
     if static.deferred or (not inputs.standard and record.model_input is not None):
         seen = (input_findings(record.model_input, inputs.model) if record.model_input is not None
                 else static.deferred)
         result.findings += [f for f in seen if f.code not in static.codes]
     if not record.samples:
-        result.notes.append(f"the batch is {describe(inputs.batch)}: its number of samples could not be read "
-                            "(no leading size shared by its tensors, no per-sample lists), so the one-batch probe "
-                            "trained on all of it.")
+        result.notes.append(t("the batch is {describe_inputs_batch}: its number of samples could not be read (no "
+                              "leading size shared by its tensors, no per-sample lists), so the one-batch probe "
+                              "trained on all of it.", describe_inputs_batch=describe(inputs.batch)))
     codes = static.codes
     result.findings += [f for f in step_findings(record, static, inputs) if f.code not in codes]
     result.notes += _unchecked(record, inputs)
@@ -996,13 +1010,13 @@ def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analys
         if grads:
             norm = float(torch.linalg.vector_norm(torch.stack([g.double().norm() for g in grads])))
             measured["grad_norm"] = norm
-            result.notes.append(f"one step: loss {record.losses[0]:.4g}, total gradient norm {norm:.4g} "
-                                f"over {len(grads)} parameter tensors.")
+            result.notes.append(t("one step: loss {losses_0:.4g}, total gradient norm {norm:.4g} over {len_grads} "
+                                  "parameter tensors.", losses_0=record.losses[0], norm=norm, len_grads=len(grads)))
     if probes.overfit is not None:
         measured["step_budget"] = probes.budget
         if probes.whole_batch:
-            result.notes.append(f"the step failed on the batch's first {OVERFIT_SAMPLES} samples, so "
-                                "the one-batch probe used the whole batch.")
+            result.notes.append(t("the step failed on the batch's first {overfit_samples} samples, so the one-batch probe "
+                                  "used the whole batch.", overfit_samples=OVERFIT_SAMPLES))
         measured["overfit_losses"] = probes.overfit.losses
         if probes.second is not None:
             measured["second_opinion_losses"] = probes.second.losses
@@ -1013,6 +1027,6 @@ def analyse(inputs: Inputs, static: StaticRecord, probes: ProbeRecord) -> Analys
         result.findings += new
         result.notes += extra
     elif record.error is not None or record.returned is not None:
-        result.notes.append("could not check whether the model can fit one batch, because the step did not "
-                            "run to the end.")
+        result.notes.append(t("could not check whether the model can fit one batch, because the step did not run to "
+                              "the end."))
     return result

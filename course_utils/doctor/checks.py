@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..i18n import t
 from .common import has_values, leaves, names
 from .records import Finding, Hidden, Inputs, StaticRecord, finding
 
@@ -41,18 +42,19 @@ def optimizer_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> li
         return []
     model_ids = {id(p) for _, p in named}
     foreign = sum(1 for g in optimizer.param_groups for p in g["params"] if id(p) not in model_ids)
-    observed = (f"{len(missing)} of {len(trainable)} trainable parameter tensors "
-                f"({sum(p.numel() for _, p in missing):,} of {sum(p.numel() for _, p in trainable):,} "
-                f"values) are not in the optimizer: {names([n for n, _ in missing])}.")
+    observed = t("{n} of {total} trainable parameter tensors ({values:,} of {all_values:,} values) are not in "
+                 "the optimizer: {names}.", n=len(missing), total=len(trainable),
+                 values=sum(p.numel() for _, p in missing), all_values=sum(p.numel() for _, p in trainable),
+                 names=names([n for n, _ in missing]))
     if foreign:
-        observed += (f" The optimizer holds {foreign} tensor(s) that are not parameters of this model: "
-                     "was it created before a layer was replaced?")
+        observed += t(" The optimizer holds {foreign} tensor(s) that are not parameters of this model: "
+                      "was it created before a layer was replaced?", foreign=foreign)
     return [finding("PARAM_NOT_IN_OPTIMIZER", "error", observed,
-                    "optimizer.step() only updates the tensors it was given, so these layers keep their "
-                    "initial random weights while their gradients are computed for nothing.",
-                    "create the optimizer after the model is complete, from all of its parameters: "
-                    "torch.optim.Adam(model.parameters(), lr=...); rebuild it after replacing a layer. "
-                    "To freeze layers on purpose, call layer.requires_grad_(False).")]
+                    t("optimizer.step() only updates the tensors it was given, so these layers keep their "
+                      "initial random weights while their gradients are computed for nothing."),
+                    t("create the optimizer after the model is complete, from all of its parameters: "
+                      "torch.optim.Adam(model.parameters(), lr=...); rebuild it after replacing a layer. "
+                      "To freeze layers on purpose, call layer.requires_grad_(False)."))]
 
 
 _TYPOS = ("require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient")
@@ -78,46 +80,53 @@ def frozen_findings(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[
         label = f"model{'.' + name if name else ''}"
         found.append(finding(  # frozen parameters that stay frozen: an error; meant to freeze but trains: a warning
             "NO_GRAD_FLOW", "error" if flag else "warning",
-            f"{label}.requires_grad is a plain attribute set to {flag}, but {len(off)} of {len(params)} "
-            f"parameter tensors of {label} have requires_grad={not flag}: {names(off)}.",
-            "an nn.Module has no requires_grad switch: `module.requires_grad = ...` only stores a new "
-            "attribute, so " + ("the frozen parameters stay frozen and never train." if flag else
-                                "the parameters you meant to freeze still train."),
-            f"call {label}.requires_grad_({flag}) (with the underscore: it sets the flag on every parameter), "
-            f"or loop: for p in {label}.parameters(): p.requires_grad = {flag}."))
+            t("{label}.requires_grad is a plain attribute set to {flag}, but {n} of {total} parameter tensors "
+              "of {label} have requires_grad={other}: {names}.", label=label, flag=flag, n=len(off),
+              total=len(params), other=not flag, names=names(off)),
+            t("an nn.Module has no requires_grad switch: `module.requires_grad = ...` only stores a new "
+              "attribute, so the frozen parameters stay frozen and never train.") if flag else
+            t("an nn.Module has no requires_grad switch: `module.requires_grad = ...` only stores a new "
+              "attribute, so the parameters you meant to freeze still train."),
+            t("call {label}.requires_grad_({flag}) (with the underscore: it sets the flag on every parameter), "
+              "or loop: for p in {label}.parameters(): p.requires_grad = {flag}.", label=label, flag=flag)))
     typos = [(n, key, value) for n, p in model.named_parameters() for key, value in vars(p).items()
              if key in _TYPOS and isinstance(value, bool) and value != p.requires_grad]
     if typos:
         n, key, value = typos[0]
         found.append(finding(
             "NO_GRAD_FLOW", "error" if value else "warning",
-            f"{len(typos)} parameter tensor(s) carry a plain attribute `{key}` = {value} (a misspelling of "
-            f"requires_grad) while their requires_grad is {not value}: {names([t[0] for t in typos])}.",
-            f"assigning `p.{key} = ...` creates a new attribute and changes nothing, so these parameters "
-            + ("stay frozen and never train." if value else "still train although you meant to freeze them."),
-            f"spell it requires_grad: for p in ...parameters(): p.requires_grad = {value} (or "
-            f"module.requires_grad_({value}))."))
+            t("{n} parameter tensor(s) carry a plain attribute `{key}` = {value} (a misspelling of "
+              "requires_grad) while their requires_grad is {other}: {names}.", n=len(typos), key=key,
+              value=value, other=not value, names=names([item[0] for item in typos])),
+            t("assigning `p.{key} = ...` creates a new attribute and changes nothing, so these parameters "
+              "stay frozen and never train.", key=key) if value else
+            t("assigning `p.{key} = ...` creates a new attribute and changes nothing, so these parameters "
+              "still train although you meant to freeze them.", key=key),
+            t("spell it requires_grad: for p in ...parameters(): p.requires_grad = {value} (or "
+              "module.requires_grad_({value})).", value=value)))
     if held and len(frozen) == len(held):
         found.append(finding(
             "NO_GRAD_FLOW", "error",
-            f"all {len(held)} parameter tensors the optimizer holds ({sum(p.numel() for p in held):,} values) "
-            f"have requires_grad=False: {names([names_of.get(id(p), '?') for p in held])}.",
-            "backward() computes no gradient for frozen tensors, so optimizer.step() has nothing to apply "
-            "and the model never changes (or loss.backward() raises 'element 0 of tensors does not require "
-            "grad').",
-            "unfreeze what should train: model.requires_grad_(True) (or layer.requires_grad_(True) for the "
-            "layers to fine-tune); check that a freeze/unfreeze helper really sets p.requires_grad on each "
-            "parameter."))
+            t("all {n} parameter tensors the optimizer holds ({values:,} values) have requires_grad=False: "
+              "{names}.", n=len(held), values=sum(p.numel() for p in held),
+              names=names([names_of.get(id(p), '?') for p in held])),
+            t("backward() computes no gradient for frozen tensors, so optimizer.step() has nothing to apply "
+              "and the model never changes (or loss.backward() raises 'element 0 of tensors does not require "
+              "grad')."),
+            t("unfreeze what should train: model.requires_grad_(True) (or layer.requires_grad_(True) for the "
+              "layers to fine-tune); check that a freeze/unfreeze helper really sets p.requires_grad on each "
+              "parameter.")))
     elif held and sum(p.numel() for p in frozen) > 0.5 * sum(p.numel() for p in held):
         found.append(finding(
             "NO_GRAD_FLOW", "warning",
-            f"{len(frozen)} of {len(held)} parameter tensors the optimizer holds "
-            f"({sum(p.numel() for p in frozen):,} of {sum(p.numel() for p in held):,} values) have "
-            f"requires_grad=False: {names([names_of.get(id(p), '?') for p in frozen])}. They will never change.",
-            "frozen on purpose (fine-tuning only a head) this is fine; but if a freeze/unfreeze helper was "
-            "meant to make them trainable, most of the model is not learning.",
-            "to train them: layer.requires_grad_(True); frozen on purpose: build the optimizer from the "
-            "trainable ones only, torch.optim.Adam((p for p in model.parameters() if p.requires_grad), ...)."))
+            t("{n} of {total} parameter tensors the optimizer holds ({values:,} of {all_values:,} values) have "
+              "requires_grad=False: {names}. They will never change.", n=len(frozen), total=len(held),
+              values=sum(p.numel() for p in frozen), all_values=sum(p.numel() for p in held),
+              names=names([names_of.get(id(p), '?') for p in frozen])),
+            t("frozen on purpose (fine-tuning only a head) this is fine; but if a freeze/unfreeze helper was "
+              "meant to make them trainable, most of the model is not learning."),
+            t("to train them: layer.requires_grad_(True); frozen on purpose: build the optimizer from the "
+              "trainable ones only, torch.optim.Adam((p for p in model.parameters() if p.requires_grad), ...).")))
     return found
 
 
@@ -174,14 +183,15 @@ def device_findings(model: nn.Module, batch: Any, loss_fn: Any) -> list[Finding]
     devices = set().union(*places.values()) if places else set()
     if len(devices) <= 1:
         return []
-    where = "; ".join(f"{name} on {', '.join(sorted(devs))}" for name, devs in places.items())
-    return [finding("DEVICE_MISMATCH", "error", f"tensors live on {len(devices)} devices: {where}.",
-                    "PyTorch never moves data between devices by itself: an operation whose inputs sit "
-                    "on different devices raises 'Expected all tensors to be on the same device' (or "
-                    "'not on the expected device').",
-                    "choose one device, e.g. device = torch.device('cuda' if torch.cuda.is_available() "
-                    "else 'cpu'); call model.to(device) once and move every batch in the loop: "
-                    "x, y = x.to(device), y.to(device) (and loss_fn.to(device) if it holds weights).")]
+    where = "; ".join(t("{name} on {devices}", name=name, devices=", ".join(sorted(devs)))
+                       for name, devs in places.items())
+    return [finding("DEVICE_MISMATCH", "error", t("tensors live on {n} devices: {where}.", n=len(devices), where=where),
+                    t("PyTorch never moves data between devices by itself: an operation whose inputs sit "
+                      "on different devices raises 'Expected all tensors to be on the same device' (or "
+                      "'not on the expected device')."),
+                    t("choose one device, e.g. device = torch.device('cuda' if torch.cuda.is_available() "
+                      "else 'cpu'); call model.to(device) once and move every batch in the loop: "
+                      "x, y = x.to(device), y.to(device) (and loss_fn.to(device) if it holds weights)."))]
 
 
 def input_findings(x: Any, model: nn.Module) -> list[Finding]:
@@ -192,13 +202,14 @@ def input_findings(x: Any, model: nn.Module) -> list[Finding]:
     if x.dtype == torch.uint8 and x.dim() >= 3 and param is not None:
         return [finding(
             "DTYPE_MISMATCH", "error",
-            f"the inputs are uint8 {tuple(x.shape)} with values {int(x.min())}..{int(x.max())} (raw image "
-            f"pixels), but the model's parameters are {param.dtype}.",
-            "layers need float inputs ('Input type (unsigned char) and bias type (float) should be the "
-            "same'); and converting with .float() alone leaves values up to 255, far too large for the "
-            "initial weights: the loss explodes or stalls.",
-            "convert and scale once: x = x.float() / 255 (torchvision: transforms.v2.ToDtype(torch.float32, "
-            "scale=True)), then normalise with the training set's mean and std.")] + (
+            t("the inputs are uint8 {shape} with values {low}..{high} (raw image pixels), but the model's "
+              "parameters are {dtype}.", shape=tuple(x.shape), low=int(x.min()), high=int(x.max()),
+              dtype=param.dtype),
+            t("layers need float inputs ('Input type (unsigned char) and bias type (float) should be the "
+              "same'); and converting with .float() alone leaves values up to 255, far too large for the "
+              "initial weights: the loss explodes or stalls."),
+            t("convert and scale once: x = x.float() / 255 (torchvision: transforms.v2.ToDtype(torch.float32, "
+              "scale=True)), then normalise with the training set's mean and std."))] + (
             _scale_findings(x.float()) if int(x.max()) > 15 else [])
     if not x.is_floating_point():
         return []
@@ -209,20 +220,20 @@ def input_findings(x: Any, model: nn.Module) -> list[Finding]:
         bad_rows = int((~finite).reshape(x.shape[0], -1).any(dim=1).sum()) if x.dim() else 1
         found.append(finding(
             "NAN_OR_INF", "error",
-            f"the input batch contains {n_nan} NaN and {n_inf} Inf values (in {bad_rows} of "
-            f"{x.shape[0] if x.dim() else 1} samples).",
-            "the loss averages all samples, so one NaN input makes the loss NaN, and after one "
-            "optimizer step every weight is NaN.",
-            "find them in the data: torch.isfinite(x).all(dim=1) marks good rows; fix the "
-            "preprocessing (division by zero, log of 0) or drop/fill those samples before training."))
+            t("the input batch contains {nan} NaN and {inf} Inf values (in {rows} of {n} samples).",
+              nan=n_nan, inf=n_inf, rows=bad_rows, n=x.shape[0] if x.dim() else 1),
+            t("the loss averages all samples, so one NaN input makes the loss NaN, and after one "
+              "optimizer step every weight is NaN."),
+            t("find them in the data: torch.isfinite(x).all(dim=1) marks good rows; fix the "
+              "preprocessing (division by zero, log of 0) or drop/fill those samples before training.")))
     if param is not None and param.dtype != x.dtype:
         found.append(finding(
             "DTYPE_MISMATCH", "error",
-            f"the inputs are {x.dtype} but the model's parameters are {param.dtype}.",
-            "layers need inputs and weights of one dtype ('mat1 and mat2 must have the same dtype'); "
-            "NumPy arrays are float64 by default, so torch.from_numpy(array) gives float64 tensors.",
-            f"convert the data once: x = x.to({param.dtype}) (e.g. torch.tensor(array, "
-            "dtype=torch.float32)); do not convert the model to float64: slower, twice the memory."))
+            t("the inputs are {got} but the model's parameters are {want}.", got=x.dtype, want=param.dtype),
+            t("layers need inputs and weights of one dtype ('mat1 and mat2 must have the same dtype'); "
+              "NumPy arrays are float64 by default, so torch.from_numpy(array) gives float64 tensors."),
+            t("convert the data once: x = x.to({dtype}) (e.g. torch.tensor(array, dtype=torch.float32)); "
+              "do not convert the model to float64: slower, twice the memory.", dtype=param.dtype)))
     if bool(finite.all()) and x.dim() >= 1 and x.shape[0] >= 2:
         found += _scale_findings(x)
     return found
@@ -254,30 +265,32 @@ def _scale_findings(x: torch.Tensor) -> list[Finding]:
         spread = float(positive.max() / positive.min())
     if scale <= 5 and spread <= 100:
         return []
-    observed = (f"input values range from {float(data.min()):.4g} to {float(data.max()):.4g} "
-                f"(mean {float(data.mean()):.4g}, std {float(data.std()):.4g}")
+    stats = t("mean {mean:.4g}, std {std:.4g}", mean=float(data.mean()), std=float(data.std()))
     if spread > 100:
-        observed += (f"; feature {int(stds.argmax())} has std {float(stds.max()):.4g} while feature "
-                     f"{int(torch.where(stds > 0, stds, math.inf).argmin())} has std "
-                     f"{float(positive.min()):.4g}")
+        stats += t("; feature {wide} has std {high:.4g} while feature {narrow} has std {low:.4g}",
+                   wide=int(stds.argmax()), high=float(stds.max()),
+                   narrow=int(torch.where(stds > 0, stds, math.inf).argmin()), low=float(positive.min()))
+    low, high = float(data.min()), float(data.max())
     if _pixels(data):
         return [finding("INPUT_NOT_NORMALIZED", "warning",
-                        observed + f"): {_pixel_share(data):.0%} of the values are whole numbers from 0 to 255, "
-                        "raw 8-bit image pixels (a uint8 source) converted to float but never scaled to [0, 1].",
-                        "the first layer's weights are initialised for inputs of size about 1: with pixels "
-                        "up to 255 the activations and gradients are 100 times too large, so training "
-                        "diverges or saturates (and a loss stuck at chance level often follows).",
-                        "scale the images: x = x.float() / 255 (torchvision: transforms.ToTensor() or "
-                        "transforms.v2.ToDtype(torch.float32, scale=True)), then transforms.v2.Normalize(mean, "
-                        "std) with the training set's statistics; use the same for validation.")]
-    return [finding("INPUT_NOT_NORMALIZED", "warning", observed + ").",
-                    "a layer's outputs and its weight gradients scale with its inputs: with large "
-                    "inputs a learning rate that suits normalised data makes updates far too big "
-                    "(oscillation, divergence, saturated activations), and large-scale features "
-                    "drown out small ones.",
-                    "standardise with statistics of the training split: x = (x - mean) / std per "
-                    "feature or channel (images: transforms.v2.ToDtype(torch.float32, scale=True) "
-                    "then transforms.v2.Normalize(mean, std)); use the same numbers for validation.")]
+                        t("input values range from {low:.4g} to {high:.4g} ({stats}): {share:.0%} of the values are "
+                          "whole numbers from 0 to 255, raw 8-bit image pixels (a uint8 source) converted to float "
+                          "but never scaled to [0, 1].", low=low, high=high, stats=stats, share=_pixel_share(data)),
+                        t("the first layer's weights are initialised for inputs of size about 1: with pixels "
+                          "up to 255 the activations and gradients are 100 times too large, so training "
+                          "diverges or saturates (and a loss stuck at chance level often follows)."),
+                        t("scale the images: x = x.float() / 255 (torchvision: transforms.ToTensor() or "
+                          "transforms.v2.ToDtype(torch.float32, scale=True)), then transforms.v2.Normalize(mean, "
+                          "std) with the training set's statistics; use the same for validation."))]
+    return [finding("INPUT_NOT_NORMALIZED", "warning",
+                    t("input values range from {low:.4g} to {high:.4g} ({stats}).", low=low, high=high, stats=stats),
+                    t("a layer's outputs and its weight gradients scale with its inputs: with large "
+                      "inputs a learning rate that suits normalised data makes updates far too big "
+                      "(oscillation, divergence, saturated activations), and large-scale features "
+                      "drown out small ones."),
+                    t("standardise with statistics of the training split: x = (x - mean) / std per "
+                      "feature or channel (images: transforms.v2.ToDtype(torch.float32, scale=True) "
+                      "then transforms.v2.Normalize(mean, std)); use the same numbers for validation."))]
 
 
 
@@ -297,6 +310,6 @@ def static_checks(inputs: Inputs) -> StaticRecord:
             record.deferred = input_findings(x, model)
         if any(t.device.type == "meta" for _, t in leaves(batch)):
             record.stop = "meta"
-            record.notes.append("the batch is on the meta device (shapes only): no step could run.")
+            record.notes.append(t("the batch is on the meta device (shapes only): no step could run."))
     record.hidden = hidden_tensors(model, inputs.optimizer)
     return record

@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..i18n import t
+
 #: The one-batch overfitting probe trains on this many samples (fast, and easy to memorise).
 OVERFIT_SAMPLES = 16
 #: The most steps the one-batch probe runs (small models; larger ones get fewer, see probes.step_budget).
@@ -131,10 +133,13 @@ def describe(batch: Any, depth: int = 0) -> str:
         first = batch[0]
         if isinstance(first, torch.Tensor):
             shapes = {tuple(v.shape) for v in batch}
-            return f"list of {len(batch)} tensors " + (str(shapes.pop()) if len(shapes) == 1 else "of different shapes")
+            if len(shapes) == 1:
+                return t("list of {n} tensors {shape}", n=len(batch), shape=str(shapes.pop()))
+            return t("list of {n} tensors of different shapes", n=len(batch))
         if isinstance(first, dict):
-            return f"list of {len(batch)} dicts with keys {', '.join(repr(k) for k in list(first)[:6])}"
-        return f"list of {len(batch)} {type(first).__name__} items"
+            return t("list of {n} dicts with keys {keys}", n=len(batch),
+                     keys=", ".join(repr(k) for k in list(first)[:6]))
+        return t("list of {n} {kind} items", n=len(batch), kind=type(first).__name__)
     if isinstance(batch, (list, tuple)):
         return f"{type(batch).__name__}(" + ", ".join(describe(v, depth + 1) for v in batch[:6]) + ")"
     return type(batch).__name__
@@ -153,7 +158,7 @@ def standard_step(model: nn.Module, batch: Any, optimizer: torch.optim.Optimizer
 
 def names(items: list[str], limit: int = 4) -> str:
     shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+    return shown + (t(" and {n} more", n=len(items) - limit) if len(items) > limit else "")
 
 
 def has_values(t: torch.Tensor) -> bool:
@@ -278,16 +283,20 @@ def divergence(losses: list[float]) -> str | None:
     best = math.inf
     for step, value in enumerate(losses, start=1):
         if not math.isfinite(value):
-            low = f"after falling to {best:.4g}, " if start > 0 and best <= 0.5 * start else ""
-            return f"{low}became {value} at step {step}"
+            if start > 0 and best <= 0.5 * start:
+                return t("after falling to {best:.4g}, became {value} at step {step}", best=best, value=value,
+                         step=step)
+            return t("became {value} at step {step}", value=value, step=step)
         halved = start > 0 and best <= 0.5 * start
         if start > 0 and (value > 2 * start or (halved and value > 1.5 * start)):
-            how = (f"fell to {best:.4g}, then rose to {value:.4g} ({value / start:.3g}x its start) at step {step}"
-                   if halved else f"rose to {value:.4g} ({value / start:.3g}x its start) at step {step}")
+            how = (t("fell to {best:.4g}, then rose to {value:.4g} ({ratio:.3g}x its start) at step {step}",
+                     best=best, value=value, ratio=value / start, step=step) if halved else
+                   t("rose to {value:.4g} ({ratio:.3g}x its start) at step {step}", value=value,
+                     ratio=value / start, step=step))
             later = next(((n, v) for n, v in enumerate(losses, start=1) if not math.isfinite(v)), None)
             if later:
-                return how + f" and became {later[1]} at step {later[0]}"
+                return how + t(" and became {value} at step {step}", value=later[1], step=later[0])
             peak = max(losses)
-            return how + (f", peaking at {peak:.4g}" if peak > value else "")
+            return how + (t(", peaking at {peak:.4g}", peak=peak) if peak > value else "")
         best = min(best, value)
     return None

@@ -49,6 +49,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..i18n import t
 from .analysis import analyse
 from .checks import static_checks
 from .common import MAX_STEPS, OVERFIT_SAMPLES, first_samples, leaves, split_batch, standard_step
@@ -65,43 +66,56 @@ SMALL_MODEL = 2_000_000
 def _argument_problem(model: Any, loss_fn: Any, optimizer: Any, batch: Any, train_step: Any) -> str | None:
     usage = "diagnose(model, loss_fn, optimizer, batch, train_step=None)"
     if not isinstance(model, nn.Module):
-        hint = " (a class: create the model first, e.g. MyNet())" if isinstance(model, type) else ""
-        return f"{usage}: expected model to be a torch.nn.Module, found {type(model).__name__}{hint}."
+        if isinstance(model, type):
+            return t("{usage}: expected model to be a torch.nn.Module, found {kind} (a class: create the model "
+                     "first, e.g. MyNet()).", usage=usage, kind=type(model).__name__)
+        return t("{usage}: expected model to be a torch.nn.Module, found {kind}.", usage=usage,
+                 kind=type(model).__name__)
     if isinstance(loss_fn, type):
-        return (f"{usage}: loss_fn is the class {loss_fn.__name__}; pass an instance: "
-                f"{loss_fn.__name__}() (with parentheses).")
+        return t("{usage}: loss_fn is the class {name}; pass an instance: {name}() (with parentheses).",
+                 usage=usage, name=loss_fn.__name__)
     if not callable(loss_fn):
-        return f"{usage}: expected loss_fn to be callable (e.g. nn.CrossEntropyLoss()), found {type(loss_fn).__name__}."
+        return t("{usage}: expected loss_fn to be callable (e.g. nn.CrossEntropyLoss()), found {kind}.",
+                 usage=usage, kind=type(loss_fn).__name__)
     if not isinstance(optimizer, torch.optim.Optimizer):
-        hint = (" (a class: create it, e.g. torch.optim.SGD(model.parameters(), lr=0.1))"
-                if isinstance(optimizer, type) else "")
-        return (f"{usage}: expected optimizer to be a torch.optim.Optimizer, found "
-                f"{type(optimizer).__name__}{hint}.")
+        if isinstance(optimizer, type):
+            return t("{usage}: expected optimizer to be a torch.optim.Optimizer, found {kind} (a class: create "
+                     "it, e.g. torch.optim.SGD(model.parameters(), lr=0.1)).", usage=usage,
+                     kind=type(optimizer).__name__)
+        return t("{usage}: expected optimizer to be a torch.optim.Optimizer, found {kind}.", usage=usage,
+                 kind=type(optimizer).__name__)
     if train_step is not None:
         if not callable(train_step):
-            return f"{usage}: expected train_step to be a function or None, found {type(train_step).__name__}."
+            return t("{usage}: expected train_step to be a function or None, found {kind}.", usage=usage,
+                     kind=type(train_step).__name__)
         try:
             inspect.signature(train_step).bind(model, batch, optimizer, loss_fn)
         except TypeError:
-            return (f"{usage}: train_step must accept (model, batch, optimizer, loss_fn) in that order; "
-                    f"yours has the signature {inspect.signature(train_step)}.")
+            return t("{usage}: train_step must accept (model, batch, optimizer, loss_fn) in that order; yours "
+                     "has the signature {signature}.", usage=usage, signature=inspect.signature(train_step))
         except ValueError:  # builtins without a signature: let them run
             pass
     if isinstance(batch, torch.utils.data.DataLoader) or not (
             isinstance(batch, (tuple, list, dict, torch.Tensor)) or train_step is not None):
-        return (f"{usage}: expected batch to be one batch such as (x, y), found "
-                f"{type(batch).__name__}. Take one from your loader: batch = next(iter(loader)).")
+        return t("{usage}: expected batch to be one batch such as (x, y), found {kind}. Take one from your "
+                 "loader: batch = next(iter(loader)).", usage=usage, kind=type(batch).__name__)
     if not any(True for _ in leaves(batch)):
-        return f"{usage}: the batch holds no tensors (found {type(batch).__name__}); convert NumPy data with torch.tensor(...)."
+        return t("{usage}: the batch holds no tensors (found {kind}); convert NumPy data with torch.tensor(...).",
+                 usage=usage, kind=type(batch).__name__)
     if train_step is None:
         pair = split_batch(batch)
         if pair is None:
-            return (f"{usage}: without a train_step the batch must be (inputs, targets) or a dict with "
-                    f"keys like 'x'/'y'; found {type(batch).__name__}"
-                    f"{f' of length {len(batch)}' if isinstance(batch, (tuple, list)) else ''}. "
-                    "Pass your own train_step(model, batch, optimizer, loss_fn) for other layouts.")
+            if isinstance(batch, (tuple, list)):
+                return t("{usage}: without a train_step the batch must be (inputs, targets) or a dict with keys "
+                         "like 'x'/'y'; found {kind} of length {n}. Pass your own train_step(model, batch, "
+                         "optimizer, loss_fn) for other layouts.", usage=usage, kind=type(batch).__name__,
+                         n=len(batch))
+            return t("{usage}: without a train_step the batch must be (inputs, targets) or a dict with keys "
+                     "like 'x'/'y'; found {kind}. Pass your own train_step(model, batch, optimizer, loss_fn) "
+                     "for other layouts.", usage=usage, kind=type(batch).__name__)
         if not isinstance(pair[1], torch.Tensor):
-            return f"{usage}: the targets (batch[1]) must be a tensor, found {type(pair[1]).__name__}."
+            return t("{usage}: the targets (batch[1]) must be a tensor, found {kind}.", usage=usage,
+                     kind=type(pair[1]).__name__)
     return None
 
 
@@ -139,11 +153,11 @@ def diagnose(model: nn.Module, loss_fn: Callable[..., Any], optimizer: torch.opt
         result = Analysis(list(static.findings), list(static.notes))
         result.findings.append(finding(
             "NOT_CHECKED", "warning",
-            f"the doctor's own checks stopped with {type(exc).__name__}: {str(exc)[:200]}; "
-            f"the findings above are what it could check before that.",
-            "an unusual model, batch or step layout that the probes do not handle.",
-            "run your step once by hand and read the traceback; report the setup if it "
-            "trains correctly by hand."))
+            t("the doctor's own checks stopped with {kind}: {text}; the findings above are what it could "
+              "check before that.", kind=type(exc).__name__, text=str(exc)[:200]),
+            t("an unusual model, batch or step layout that the probes do not handle."),
+            t("run your step once by hand and read the traceback; report the setup if it "
+              "trains correctly by hand.")))
     finally:
         torch.set_num_threads(threads)
     return build_report(result, time.perf_counter() - started)

@@ -52,6 +52,7 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.modules.dropout import _DropoutNd
 
+from ..i18n import t
 from .common import (
     OVERFIT_SAMPLES,
     divergence,
@@ -237,10 +238,10 @@ class CallerState:
     def _tensors(model: nn.Module) -> list[torch.Tensor]:
         seen: set[int] = set()
         out = []
-        for t in [*model.parameters(), *model.buffers()]:
-            if id(t) not in seen:
-                seen.add(id(t))
-                out.append(t)
+        for tensor in [*model.parameters(), *model.buffers()]:
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                out.append(tensor)
         return out
 
     def restore(self) -> None:
@@ -316,15 +317,15 @@ def _state_memo(model: nn.Module, shared: bool) -> tuple[dict[int, Any], list[st
                 for v in items:
                     if _attached(v):
                         memo[id(v)] = v.detach().clone()
-                notes.append(f"model.{label} holds a tensor attached to the graph of an earlier step "
-                             "(the probes used a detached copy)")
+                notes.append(t("model.{label} holds a tensor attached to the graph of an earlier step "
+                               "(the probes used a detached copy)", label=label))
             elif shared:
                 try:
                     copy.deepcopy(value, dict(memo))
                 except Exception:  # noqa: BLE001 -- any failure: share the object instead
                     memo[id(value)] = value
-                    notes.append(f"model.{label} ({type(value).__name__}) cannot be copied, so the probes "
-                                 "share it with your model")
+                    notes.append(t("model.{label} ({kind}) cannot be copied, so the probes share it with "
+                                   "your model", label=label, kind=type(value).__name__))
     return memo, notes
 
 
@@ -538,8 +539,10 @@ class _Instruments:
             if bad:
                 ins = [t for t in (t for _, t in leaves(inputs)) if t.is_floating_point() and t.device.type != "meta"]
                 clean = all(bool(torch.isfinite(t).all()) for t in ins)
-                self.record.nonfinite = (f"the output of layer {label} contains {bad} NaN/Inf values"
-                                         f"{' although its inputs were finite' if clean else ''}")
+                self.record.nonfinite = (t("the output of layer {label} contains {bad} NaN/Inf values although "
+                                           "its inputs were finite", label=label, bad=bad) if clean else
+                                         t("the output of layer {label} contains {bad} NaN/Inf values",
+                                           label=label, bad=bad))
         return hook
 
     def fake_step(self, *args: Any, closure: Callable | None = None, **kwargs: Any) -> Any:

@@ -37,40 +37,64 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from ..i18n import N_, t
+
 Severity = Literal["error", "warning"]
 
+class _Meanings(dict):
+    """code -> what it means; a meaning is read in the current language (:func:`course_utils.i18n.t`)."""
+
+    def __getitem__(self, code: str) -> str:
+        return t(super().__getitem__(code))
+
+    def get(self, code: str, default: Any = None) -> Any:
+        return self[code] if code in self else default
+
+    def values(self) -> list[str]:  # type: ignore[override]
+        return [self[code] for code in self]
+
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        return [(code, self[code]) for code in self]
+
+
 #: Every code the doctor can report (stable strings), with what it means.
-CODES: dict[str, str] = {
-    "ZERO_GRAD_MISSING": "gradients are not cleared between steps, so they accumulate",
-    "SOFTMAX_BEFORE_CE": "probabilities (a softmax or sigmoid output) are given to a loss that expects logits",
-    "PARAM_NOT_IN_OPTIMIZER": "trainable parameters that the optimizer does not update",
-    "NO_GRAD_FLOW": "parameters that never receive a gradient when optimizer.step() runs",
-    "NAN_OR_INF": "NaN or Inf in the batch, an activation, the loss or a gradient",
-    "LR_TOO_HIGH": "the loss diverges when the model trains on one batch",
-    "CANNOT_OVERFIT_BATCH": "the loss does not go down when the model trains on one batch",
-    "LABEL_OUT_OF_RANGE": "class labels outside 0 .. number_of_classes - 1",
-    "DEVICE_MISMATCH": "model, batch and loss are not all on one device",
-    "DTYPE_MISMATCH": "input or target dtype does not fit the model or the loss",
-    "BROADCAST_IN_LOSS": "prediction and target shapes differ but broadcast inside the loss",
-    "INPUT_NOT_NORMALIZED": "inputs far from zero mean / unit scale (e.g. image pixels 0..255 never scaled)",
-    "EVAL_MODE_LEFT_ON": "training while Dropout/BatchNorm are in eval mode",
-    "PARAMS_NOT_REGISTERED": "layers in a plain Python list/dict, or tensors, that model.parameters() does not see",
-    "INPLACE_MODIFIED": "an in-place operation overwrote a tensor that backward() still needs",
-    "GRAPH_REUSED": "a tensor from an earlier step (e.g. a hidden state) still holds that step's graph",
-    "TARGET_SHAPE": "the target's shape does not fit the loss (class indices shaped (N, 1), classes not in dim 1)",
-    "NON_DIFFERENTIABLE": "a non-differentiable step (argmax, round, comparison) between the model and the loss",
-    "STUCK_AT_CHANCE": "the loss settles at chance level and the model gives every sample the same output",
-    "RNN_BATCH_FIRST": "an RNN built with batch_first=False is fed (batch, time, features) inputs",
-    "NLL_ON_LOGITS": "NLLLoss receives raw scores instead of log-probabilities (no log_softmax)",
-    "BCE_ON_LOGITS": "BCELoss receives raw scores instead of probabilities (no sigmoid)",
-    "RELU_ON_OUTPUT": ("the output ends in a ReLU (or a clamp at 0): a regression model can never predict the "
-                       "negative targets, a classifier's scores can never go below 0"),
-    "NOT_CHECKED": "the doctor could not run its checks; the message says what and why",
-    "STEP_FAILED": "the training step raised an error that none of the other codes explains",
-}
+CODES: dict[str, str] = _Meanings({
+    "ZERO_GRAD_MISSING": N_("gradients are not cleared between steps, so they accumulate"),
+    "SOFTMAX_BEFORE_CE": N_("probabilities (a softmax or sigmoid output) are given to a loss that expects logits"),
+    "PARAM_NOT_IN_OPTIMIZER": N_("trainable parameters that the optimizer does not update"),
+    "NO_GRAD_FLOW": N_("parameters that never receive a gradient when optimizer.step() runs"),
+    "NAN_OR_INF": N_("NaN or Inf in the batch, an activation, the loss or a gradient"),
+    "LR_TOO_HIGH": N_("the loss diverges when the model trains on one batch"),
+    "CANNOT_OVERFIT_BATCH": N_("the loss does not go down when the model trains on one batch"),
+    "LABEL_OUT_OF_RANGE": N_("class labels outside 0 .. number_of_classes - 1"),
+    "DEVICE_MISMATCH": N_("model, batch and loss are not all on one device"),
+    "DTYPE_MISMATCH": N_("input or target dtype does not fit the model or the loss"),
+    "BROADCAST_IN_LOSS": N_("prediction and target shapes differ but broadcast inside the loss"),
+    "INPUT_NOT_NORMALIZED": N_("inputs far from zero mean / unit scale (e.g. image pixels 0..255 never scaled)"),
+    "EVAL_MODE_LEFT_ON": N_("training while Dropout/BatchNorm are in eval mode"),
+    "PARAMS_NOT_REGISTERED": N_("layers in a plain Python list/dict, or tensors, that model.parameters() does not see"),
+    "INPLACE_MODIFIED": N_("an in-place operation overwrote a tensor that backward() still needs"),
+    "GRAPH_REUSED": N_("a tensor from an earlier step (e.g. a hidden state) still holds that step's graph"),
+    "TARGET_SHAPE": N_("the target's shape does not fit the loss (class indices shaped (N, 1), classes not in dim 1)"),
+    "NON_DIFFERENTIABLE": N_("a non-differentiable step (argmax, round, comparison) between the model and the loss"),
+    "STUCK_AT_CHANCE": N_("the loss settles at chance level and the model gives every sample the same output"),
+    "RNN_BATCH_FIRST": N_("an RNN built with batch_first=False is fed (batch, time, features) inputs"),
+    "NLL_ON_LOGITS": N_("NLLLoss receives raw scores instead of log-probabilities (no log_softmax)"),
+    "BCE_ON_LOGITS": N_("BCELoss receives raw scores instead of probabilities (no sigmoid)"),
+    "RELU_ON_OUTPUT": (N_("the output ends in a ReLU (or a clamp at 0): a regression model can never predict the "
+                       "negative targets, a classifier's scores can never go below 0")),
+    "NOT_CHECKED": N_("the doctor could not run its checks; the message says what and why"),
+    "STEP_FAILED": N_("the training step raised an error that none of the other codes explains"),
+})
 
 _WHY = " Why it matters: "
 _FIX = " Fix: "
+
+
+def _markers() -> list[tuple[str, str]]:
+    """The (why, fix) markers of a message: the current language's, then the English ones."""
+    here = (f" {t('Why it matters:')} ", f" {t('Fix:')} ")
+    return [here] if here == (_WHY, _FIX) else [here, (_WHY, _FIX)]
 
 
 @dataclass(frozen=True)
@@ -83,18 +107,24 @@ class Finding:
 
     def parts(self) -> tuple[str, str, str]:
         """(observed, why it matters, fix) split out of the message."""
-        observed, _, rest = self.message.partition(_WHY)
-        why, _, fix = rest.partition(_FIX)
-        if not rest:  # a message without the markers
-            observed, _, fix = self.message.partition(_FIX)
-        return observed.strip(), why.strip(), fix.strip()
+        for why_marker, fix_marker in _markers():
+            observed, _, rest = self.message.partition(why_marker)
+            if rest:
+                why, _, fix = rest.partition(fix_marker)
+                return observed.strip(), why.strip(), fix.strip()
+        for _, fix_marker in _markers():
+            observed, _, fix = self.message.partition(fix_marker)  # a message without the why marker
+            if fix:
+                break
+        return observed.strip(), "", fix.strip()
 
 
 def finding(code: str, severity: Severity, observed: str, why: str, fix: str) -> Finding:
     """Build a :class:`Finding` whose message follows the observed / why / fix convention."""
     if code not in CODES:
         raise ValueError(f"unknown finding code {code!r}; expected one of {sorted(CODES)}")
-    return Finding(code, severity, f"{observed.strip()}{_WHY}{why.strip()}{_FIX}{fix.strip()}")
+    (why_marker, fix_marker), *_ = _markers()
+    return Finding(code, severity, f"{observed.strip()}{why_marker}{why.strip()}{fix_marker}{fix.strip()}")
 
 
 # --- stage 0: the arguments ---------------------------------------------------------------------

@@ -25,10 +25,13 @@ Example:
 from __future__ import annotations
 
 import html
+import re
 import textwrap
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import ENGLISH, language, t, tn
 from .records import CODES, Analysis, Finding, Severity, finding
 
 __all__ = ["CODES", "Finding", "Report", "Severity", "build_report", "finding"]
@@ -62,10 +65,10 @@ class Report:
 
     def _title(self) -> str:
         n_err, n_warn = len(self.errors), len(self.warnings)
-        title = (f"Training doctor: {n_err} error{'s' * (n_err != 1)}, "
-                 f"{n_warn} warning{'s' * (n_warn != 1)}")
+        title = t("Training doctor: {errors}, {warnings}",
+                  errors=tn("{n} error", "{n} errors", n_err), warnings=tn("{n} warning", "{n} warnings", n_warn))
         if "seconds" in self.measurements:
-            title += f" (diagnosis took {self.measurements['seconds']:.2f} s)"
+            title += t(" (diagnosis took {seconds:.2f} s)", seconds=self.measurements["seconds"])
         return title
 
     def _ordered(self) -> list[Finding]:
@@ -73,25 +76,31 @@ class Report:
 
     def __str__(self) -> str:
         lines = [self._title()]
+        wide = language() != ENGLISH  # Chinese: two columns per character, lines wrapped at half the length
         if self.findings:
-            width = max(len("code"), *(len(f.code) for f in self.findings))
-            lines.append(f"{'severity':<8}  {'code':<{width}}  details")
-            lines.append(f"{'-' * 8}  {'-' * width}  -------")
-            indent = " " * (8 + 2 + width + 2)
+            head = (t("severity"), t("code"), t("details"))
+            levels = {item.severity: _SEVERITY[item.severity]().upper() for item in self.findings}
+            first = max(8, _width(head[0]), *(_width(v) for v in levels.values()))
+            width = max(_width(head[1]), *(len(f.code) for f in self.findings))
+            lines.append(f"{_pad(head[0], first)}  {_pad(head[1], width)}  {head[2]}")
+            lines.append(f"{'-' * first}  {'-' * width}  {'-' * max(7, _width(head[2]))}")
+            indent = " " * (first + 2 + width + 2)
+            labels = (t("Observed"), t("Why it matters"), t("Fix"))
             for item in self._ordered():
                 observed, why, fix = item.parts()
                 body: list[str] = []
-                for label, text in (("Observed", observed), ("Why it matters", why), ("Fix", fix)):
+                for label, text in zip(labels, (observed, why, fix)):
                     if text:
-                        body += textwrap.wrap(f"{label}: {text}", 76, subsequent_indent="  ")
-                lines.append(f"{item.severity.upper():<8}  {item.code:<{width}}  {body[0]}")
+                        body += (_wrap_wide(t("{label}: {text}", label=label, text=text), 76, "", "  ") if wide
+                                 else textwrap.wrap(f"{label}: {text}", 76, subsequent_indent="  "))
+                lines.append(f"{_pad(levels[item.severity], first)}  {item.code:<{width}}  {body[0]}")
                 lines += [indent + line for line in body[1:]]
         else:
-            lines.append("No problems found.")
+            lines.append(t("No problems found."))
         if self.notes:
-            lines.append("Measured:")
-            lines += [textwrap.fill(note, 96, initial_indent="  - ", subsequent_indent="    ")
-                      for note in self.notes]
+            lines.append(t("Measured:"))
+            lines += ["\n".join(_wrap_wide(note, 96, "  - ", "    ")) if wide else
+                      textwrap.fill(note, 96, initial_indent="  - ", subsequent_indent="    ") for note in self.notes]
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -103,20 +112,60 @@ class Report:
         for item in self._ordered():
             observed, why, fix = (html.escape(part[:1].upper() + part[1:]) for part in item.parts())
             rows.append(
-                f"<tr><td {cell}><b style='color:{colours[item.severity]}'>{item.severity}</b></td>"
-                f"<td {cell}><code>{item.code}</code></td><td {cell}>{observed}</td>"
+                f"<tr><td {cell}><b style='color:{colours[item.severity]}'>{html.escape(_SEVERITY[item.severity]())}"
+                f"</b></td><td {cell}><code>{item.code}</code></td><td {cell}>{observed}</td>"
                 f"<td {cell}>{why}</td><td {cell}>{fix}</td></tr>")
         parts = [f"<p><b>{html.escape(self._title())}</b></p>"]
         if rows:
-            head = "".join(f"<th {cell}>{h}</th>" for h in
-                           ("severity", "code", "observed", "why it matters", "fix"))
+            head = "".join(f"<th {cell}>{html.escape(h)}</th>" for h in
+                           (t("severity"), t("code"), t("observed"), t("why it matters"), t("fix")))
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
         else:
-            parts.append("<p style='color:#2e7d32'>No problems found.</p>")
+            parts.append(f"<p style='color:#2e7d32'>{html.escape(t('No problems found.'))}</p>")
         if self.notes:
             items = "".join(f"<li>{html.escape(note)}</li>" for note in self.notes)
-            parts.append(f"<p>Measured:</p><ul>{items}</ul>")
+            parts.append(f"<p>{html.escape(t('Measured:'))}</p><ul>{items}</ul>")
         return "\n".join(parts)
+
+
+#: A severity as the report shows it (translated when shown).
+_SEVERITY = {"error": lambda: t("error"), "warning": lambda: t("warning")}
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal (a Chinese character takes two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(0, width - _width(text))
+
+
+_NO_BREAK_BEFORE = "，。：；、）》」！？,.:;)]"
+
+
+def _wrap_wide(text: str, width: int, first: str, rest: str) -> list[str]:
+    """Lines of at most ``width`` columns for text mixing Chinese and code: a line may break after
+    any Chinese character or at a space, never inside an English word or before punctuation."""
+    tokens = re.findall(r"[^\s\u2e80-\u9fff\uff00-\uffef]+|[\u2e80-\u9fff\uff00-\uffef]|\s+", text)
+    merged: list[str] = []
+    for token in tokens:  # punctuation stays with the token before it
+        if merged and token[0] in _NO_BREAK_BEFORE and not merged[-1].isspace():
+            merged[-1] += token
+        else:
+            merged.append(token)
+    lines, line = [], first
+    for token in merged:
+        if token.isspace():
+            token = " "
+            if line.strip() == "" or _width(line) + 1 > width:
+                continue
+        elif _width(line) + _width(token) > width and line.strip():
+            lines.append(line.rstrip())
+            line = rest
+        line += token
+    lines.append(line.rstrip())
+    return lines
 
 
 def build_report(analysis: Analysis, seconds: float | None = None) -> Report:
