@@ -29,6 +29,9 @@ COURSE_IDS = [e for e in list_exercises() if re.match(r"\d\d\.", e) and e[:2] in
 #: Text that stays English in a Chinese message: code spans, quoted values, reprs, an exception's
 #: own text (Python's or torch's), dotted names, and the status tags.
 _KEEP = [
+    # what the learner's code raised, as the exception says it (torch's, onnxruntime's, safetensors'
+    # own words, over several lines): from "你的函数抛出了 <Type>:" to the hint or the end
+    re.compile(r"抛出了 [A-Z]\w*: .*?(?=\n  提示|\Z)", re.S),
     re.compile(r"`[^`]*`"),
     re.compile(r"'[^'\n]*'|\"[^\"\n]*\""),
     re.compile(r"<[^<>\n]*>"),
@@ -45,6 +48,8 @@ def english_left(text: str) -> list[str]:
     []
     >>> english_left("[FAIL] 01.x: expected a tensor, found a list")
     ['expected a tensor, found a list']
+    >>> english_left("[FAIL] 12.y：你的函数抛出了 RuntimeError: \\n  Some tensors share memory here.\\n  提示（z）：用 `save_model`。")
+    []
     """
     for pattern in _KEEP:
         text = pattern.sub(" ", text)
