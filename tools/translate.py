@@ -243,15 +243,50 @@ def preservation_problems(english: str, chinese: str, messages: dict[str, str] |
     for kind, items in want.items():
         for item, count in items.items():
             if have[kind][item] < count:
-                quoted = item.strip("`")
-                if kind == "inline code" and messages and quoted in messages and \
-                        have[kind][f"`{messages[quoted]}`"] + have[kind][item] >= count:
+                if kind == "inline code" and messages and \
+                        any(have[kind][f"`{zh}`"] + have[kind][item] >= count
+                            for zh in quoted_translations(item.strip("`"), messages)):
                     continue
                 problems.append(f"{kind} {item} is missing")
     levels = [[len(m.group(1)) for m in _HEADING.finditer(_without_code(text))] for text in (english, chinese)]
     if levels[0] != levels[1]:
         problems.append(f"headings differ: levels {levels[0]} in English, {levels[1]} in the translation")
     return problems
+
+
+_FIELD = re.compile(r"\{(\w+)(?:[:!][^{}]*)?\}")
+
+
+def quoted_translations(span: str, messages: dict[str, str]) -> list[str]:
+    """The Chinese of a line ``course_utils`` prints, quoted in prose as ``span``: the whole message with
+    its fields filled as quoted, or the part before its first field.
+
+    >>> zh = {"fresh process: resumed at epoch {epoch}, step {step}": "新进程：从第 {epoch} 轮、第 {step} 步恢复",
+    ...       "What you would see on a GPU: {expect}": "在 GPU 上你会看到：{expect}"}
+    >>> quoted_translations("fresh process: resumed at epoch 3, step 24", zh)
+    ['新进程：从第 3 轮、第 24 步恢复']
+    >>> quoted_translations("What you would see on a GPU:", zh)
+    ['在 GPU 上你会看到：']
+    >>> quoted_translations("x on y", {"{a} on {b}": "{a} 在 {b} 上"})
+    []
+    """
+    found = [messages[span]] if span in messages else []
+    for msgid, text in messages.items():
+        # a template that is mostly fields ("{what}: {problem}") would match any quoted text
+        if "{" not in msgid or len(re.findall(r"[A-Za-z]{2,}", _FIELD.sub(" ", msgid))) < 3:
+            continue
+        pattern = "".join(f"(?P<{m.group(1)}>.+?)" if m.group(1) else re.escape(m.group(0))
+                          for m in re.finditer(r"\{(\w+)(?:[:!][^{}]*)?\}|[^{]+|\{", msgid))
+        try:
+            match = re.fullmatch(pattern, span)
+        except re.error:  # a field used twice: not a quotable line
+            match = None
+        if match:
+            found.append(_FIELD.sub(lambda m: match.group(m.group(1)), text))
+        head, zh_head = msgid.split("{")[0], text.split("{")[0]
+        if head.strip() and zh_head.strip() and span in (head.rstrip(), head.rstrip(" :")):
+            found.append(zh_head.rstrip() if span == head.rstrip() else zh_head.rstrip(" :："))
+    return found
 
 
 def printed_messages() -> dict[str, str]:
