@@ -145,3 +145,11 @@ def test_a_changed_code_cell_breaks_identity(toy: Path) -> None:
     assert translate.code_cells(nb) == translate.code_cells(english)
     next(c for c in nb.cells if c.cell_type == "code" and c.source == "x = 1").source = "x = 2"
     assert translate.code_cells(nb) != translate.code_cells(english)
+
+
+def test_chinese_readme_uses_the_glossary() -> None:
+    """README.zh-CN.md is Chinese prose too: no variant the glossary refuses."""
+    text = translate._without_code((authoring.ROOT / "README.zh-CN.md").read_text(encoding="utf-8"))
+    found = [f"'{variant}' should be '{term['zh']}' ({term['en']})"
+             for term in translate.load_glossary() for variant in term.get("avoid", []) if variant in text]
+    assert not found, "\n".join(found)
