@@ -72,7 +72,7 @@ def test_doctor_speaks_chinese(name: str) -> None:
     assert all(parts), "every finding has observed, why and fix in Chinese too"
     left = english_left(page) + [e for part in parts for e in english_left(part)]
     assert not left, f"English left in the Chinese report: {left[:5]}\n{text}"
-    assert text.startswith("训练医生：") and "严重程度" in text and "为何重要：" in text
+    assert text.startswith("训练诊断器：") and "严重程度" in text and "为何重要：" in text
     assert english.ok == chinese.ok and len(chinese.notes) == len(english.notes)
 
 
