@@ -219,6 +219,11 @@ def stage(root: Path, edition: str, dest: Path) -> dict:
         for path in sorted((base / kind).glob("[0-9][0-9]_*.ipynb")):
             nb = nbformat.read(path, as_version=4)
             links = launch_links(root, path.stem, edition)
+            for cell in nb.cells:  # the bootstrap, collapsed in JupyterLab, is a click-to-show toggle here too
+                if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("source_hidden"):
+                    cell.metadata.setdefault("tags", [])
+                    if "hide-input" not in cell.metadata["tags"]:
+                        cell.metadata["tags"].append("hide-input")
             for key, value in prepare_widgets(nb, links, edition).items():
                 counts[key] += value
             if kind == "solutions":
