@@ -402,8 +402,16 @@ def _alarm(seconds: float) -> Iterator[None]:
     try:
         yield
     finally:
-        active[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        # Disarm first. The timer repeats every 0.1 s, so on a slow unwind a second alarm can land here
+        # before `active` is cleared: it would escape this block, skip the restore, and go on firing
+        # into whatever runs next (seen once under load on Python 3.13, in the framework's own checks).
+        while True:
+            try:
+                active[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                break
+            except _Timeout:
+                continue
         signal.signal(signal.SIGALRM, previous_handler)
         if previous_delay > 0:
             remaining = max(previous_delay - (time.monotonic() - started), 1e-3)
